@@ -1,0 +1,173 @@
+"""Turn a `Snapshot` into DOT (with the `graphviz` package) and DOT into SVG.
+
+SVG layout uses the `dot` program when it is on PATH, and otherwise the
+Graphviz engine bundled in the pygraphviz wheel, in-process. Both get the same
+DOT source, so the picture means the same thing either way.
+"""
+from __future__ import annotations
+
+import contextlib
+import html
+import os
+import shutil
+import subprocess
+
+import graphviz
+
+from .walk import Snapshot, fmt_bytes, fmt_shape
+
+# Colours: one meaning each, explained in the legend.
+LEAF = "#cfe8fc"
+OP = "#eeeeee"
+NAMED = "#d9f2d0"
+FREED = "#c0392b"
+HELD = "#1e6b30"
+VALUE = "#666666"
+HIGHLIGHT = "#ffb703"
+
+LEGEND = ("blue: leaf tensor (its .grad)   grey: op, with the tensors it saved for backward   "
+          "green: named tensor   red, struck through: saved tensor freed by backward")
+
+DOT_TIMEOUT_S = 60
+
+
+def esc(text) -> str:
+    """Escape user text for a Graphviz HTML label (quotes, braces, <script> stay text)."""
+    return html.escape(str(text), quote=True).replace("{", "&#123;").replace("}", "&#125;")
+
+
+def _op_label(op, highlight=False) -> str:
+    freed = sum(1 for s in op.saved if s.state == "freed")
+    border = FREED if freed else "#555555"
+    fill = HIGHLIGHT if highlight else OP
+    rows = [f'<TR><TD BGCOLOR="{fill}"><B>{esc(op.name)}</B></TD></TR>']
+    for s in op.saved:
+        if s.state == "freed":
+            size = "" if s.shape is None else f" {fmt_shape(s.shape)} {fmt_bytes(s.nbytes)}"
+            rows.append(f'<TR><TD ALIGN="LEFT"><FONT COLOR="{FREED}" POINT-SIZE="10">'
+                        f'<S>saved {esc(s.slot)}{esc(size)}</S>&#160;&#160;<B>FREED</B></FONT></TD></TR>')
+        elif s.is_tensor:
+            alias = f" = {s.alias}" if s.alias else ""
+            rows.append(f'<TR><TD ALIGN="LEFT"><FONT COLOR="{HELD}" POINT-SIZE="10">'
+                        f'saved {esc(s.slot)}{esc(alias)}: {esc(fmt_shape(s.shape))} {esc(s.dtype)} '
+                        f'{esc(fmt_bytes(s.nbytes))}</FONT></TD></TR>')
+        else:
+            rows.append(f'<TR><TD ALIGN="LEFT"><FONT COLOR="{VALUE}" POINT-SIZE="9">'
+                        f'<I>{esc(s.slot)} = {esc(s.value)}</I></FONT></TD></TR>')
+    return (f'<<TABLE BORDER="1" CELLBORDER="0" CELLSPACING="0" CELLPADDING="3" COLOR="{border}">'
+            + "".join(rows) + "</TABLE>>")
+
+
+def _tensor_label(t, highlight=False) -> str:
+    fill = HIGHLIGHT if highlight else (LEAF if t.role == "leaf" else NAMED)
+    rows = [f"<TR><TD><B>{esc(t.name)}</B></TD></TR>",
+            f'<TR><TD><FONT POINT-SIZE="10">{esc(fmt_shape(t.shape))} {esc(t.dtype)}</FONT></TD></TR>']
+    if t.role == "leaf":
+        rows.append(f'<TR><TD><FONT POINT-SIZE="10">grad: {esc(t.grad)}</FONT></TD></TR>')
+    elif t.retains_grad:
+        rows.append(f'<TR><TD><FONT POINT-SIZE="10">retains grad: {esc(t.grad)}</FONT></TD></TR>')
+    else:
+        rows.append(f'<TR><TD><FONT POINT-SIZE="9" COLOR="{VALUE}">'
+                    '<I>non-leaf: .grad not kept</I></FONT></TD></TR>')
+    return (f'<<TABLE BORDER="1" CELLBORDER="0" CELLSPACING="0" CELLPADDING="2" BGCOLOR="{fill}">'
+            + "".join(rows) + "</TABLE>>")
+
+
+def _summary_label(snap: Snapshot) -> str:
+    more = snap.total_nodes - len(snap.ops) - sum(1 for t in snap.tensors.values() if t.role == "leaf")
+    kinds = ", ".join(f"{n} x {k}" for k, n in sorted(snap.hidden_by_type.items(),
+                                                      key=lambda kv: (-kv[1], kv[0]))[:4])
+    plus = "+" if snap.count_capped else ""
+    return (f'<<TABLE BORDER="1" CELLBORDER="0" COLOR="{FREED}" STYLE="dashed">'
+            f"<TR><TD><B>... {more:,}{plus} more nodes not drawn</B></TD></TR>"
+            f'<TR><TD><FONT POINT-SIZE="10">{esc(kinds)}</FONT></TD></TR>'
+            f'<TR><TD><FONT POINT-SIZE="10">draw(..., max_nodes=N) draws more</FONT></TD></TR></TABLE>>')
+
+
+def add_snapshot(g: graphviz.Digraph, snap: Snapshot, prefix: str = "", highlight=()) -> None:
+    """Add the nodes and edges of `snap` to `g`, ids prefixed (for side-by-side pictures)."""
+    for op in snap.ops.values():
+        g.node(prefix + op.id, _op_label(op, op.id in highlight), shape="plaintext", margin="0")
+    for t in snap.tensors.values():
+        g.node(prefix + t.id, _tensor_label(t, t.id in highlight), shape="plaintext", margin="0")
+    for a, b in snap.edges:
+        style = {"style": "dashed"} if b.startswith("t_") else {}
+        g.edge(prefix + a, prefix + b, **style)
+    if snap.truncated:
+        g.node(prefix + "more", _summary_label(snap), shape="plaintext")
+        # the hidden part is upstream (towards the leaves) of the nodes where the walk stopped
+        for op_id in snap.cut_at:
+            g.edge(prefix + "more", prefix + op_id, style="dotted")
+
+
+def new_digraph(title: str | None = None) -> graphviz.Digraph:
+    g = graphviz.Digraph(graph_attr={"rankdir": "TB", "fontname": "Helvetica", "fontsize": "11",
+                                     "nodesep": "0.25", "ranksep": "0.3"},
+                         node_attr={"fontname": "Helvetica", "fontsize": "11"},
+                         edge_attr={"arrowsize": "0.6", "color": "#555555"})
+    if title:
+        g.attr(label=esc(title), labelloc="t")
+    return g
+
+
+def to_dot(snap: Snapshot, title=None, highlight=()) -> str:
+    g = new_digraph(title)
+    add_snapshot(g, snap, highlight=highlight)
+    return g.source
+
+
+def pair_dot(left: Snapshot, right: Snapshot, titles=("before", "after")) -> str:
+    """Both snapshots in one layout, side by side, as two clusters."""
+    g = new_digraph(LEGEND)
+    g.attr(labelloc="b", fontsize="10")
+    for key, snap, title in (("L", left, titles[0]), ("R", right, titles[1])):
+        with g.subgraph(name=f"cluster_{key}") as sub:
+            sub.attr(label=esc(title), labelloc="t", fontsize="13", style="rounded", color="#999999")
+            add_snapshot(sub, snap, prefix=key + "_")
+    return g.source
+
+
+# --------------------------------------------------------------------------------
+@contextlib.contextmanager
+def quiet_fd2():
+    """Silence C-level writes to fd 2 (the bundled fontconfig warns there)."""
+    try:
+        saved = os.dup(2)
+    except OSError:
+        yield
+        return
+    try:
+        with open(os.devnull, "wb") as null:
+            os.dup2(null.fileno(), 2)
+            yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+def engine() -> str:
+    """'dot' if a Graphviz `dot` is on PATH, else 'pygraphviz' (bundled engine).
+
+    BACKWARD_TWICE_ENGINE=dot|pygraphviz forces one (used by the tests).
+    """
+    forced = os.environ.get("BACKWARD_TWICE_ENGINE")
+    if forced:
+        return forced
+    return "dot" if shutil.which("dot") else "pygraphviz"
+
+
+def svg_from_dot(source: str) -> str:
+    if engine() == "dot":
+        dot = shutil.which("dot")
+        if dot is None:
+            raise RuntimeError("BACKWARD_TWICE_ENGINE=dot but no `dot` program is on PATH")
+        done = subprocess.run([dot, "-Tsvg"], input=source.encode(), capture_output=True,
+                              timeout=DOT_TIMEOUT_S)
+        if done.returncode != 0:
+            raise RuntimeError("dot failed: " + done.stderr.decode(errors="replace")[-500:])
+        return done.stdout.decode()
+    with quiet_fd2():
+        import pygraphviz
+
+        svg = pygraphviz.AGraph(string=source).draw(format="svg", prog="dot")
+    return svg.decode() if isinstance(svg, bytes) else svg
