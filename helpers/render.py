@@ -44,6 +44,7 @@ def _op_label(op, highlight=False) -> str:
     for s in op.saved:
         if s.state == "freed":
             size = "" if s.shape is None else f" {fmt_shape(s.shape)} {fmt_bytes(s.nbytes)}"
+            size = (f" = {s.alias}" if s.alias else "") + size
             rows.append(f'<TR><TD ALIGN="LEFT"><FONT COLOR="{FREED}" POINT-SIZE="10">'
                         f'<S>saved {esc(s.slot)}{esc(size)}</S>&#160;&#160;<B>FREED</B></FONT></TD></TR>')
         elif s.is_tensor:

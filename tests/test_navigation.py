@@ -1,0 +1,28 @@
+"""Navigation is generated: a test fails if scripts/nav.py would change anything."""
+import pathlib
+import subprocess
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+
+def test_navigation_is_up_to_date():
+    done = subprocess.run([sys.executable, "scripts/nav.py", "--check"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_every_notebook_has_the_skeleton():
+    import nbformat
+
+    for path in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
+        nb = nbformat.read(path, as_version=4)
+        text = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+        meta = nb.metadata.get("backward_twice", {})
+        assert meta.get("question") and meta.get("seeds"), f"{path.name}: metadata question/seeds"
+        assert text.startswith(f"# {path.name[:2]} · "), f"{path.name}: title must start '# NN · '"
+        for heading in ("**What you'll learn**", "**Prerequisites", "## Summary",
+                        "## Further reading", "Exercise"):
+            assert heading in text, f"{path.name}: missing {heading!r}"
+        version = [c for c in nb.cells if c.cell_type == "code"][0]
+        assert "nbval-ignore-output" in version.metadata.get("tags", []) and "versions()" in version.source
