@@ -18,6 +18,10 @@ from . import render
 from .walk import Snapshot, fmt_bytes, fmt_shape, snapshot
 
 
+STATE_WORDS = {"held": "held", "freed": "FREED", "value": "value",
+               "modified": "MODIFIED", "unreadable": "UNREADABLE"}
+
+
 def describe(snap: Snapshot) -> str:
     """The deterministic text form of one snapshot."""
     lines = []
@@ -30,7 +34,7 @@ def describe(snap: Snapshot) -> str:
         made = f" -> {', '.join(op.produces)}" if op.produces else ""
         lines.append(f"{op.id} {op.name}({src}){made}")
         for s in op.saved:
-            state = {"held": "held", "freed": "FREED", "value": "value"}[s.state]
+            state = STATE_WORDS.get(s.state, s.state)
             lines.append(f"    {state:5} {s.describe()}")
     for t in snap.tensors.values():
         if t.role == "leaf":
@@ -39,8 +43,9 @@ def describe(snap: Snapshot) -> str:
         lines.append(f"{t.role} {t.name} {fmt_shape(t.shape)} {t.dtype} {kept}")
     n = snap.count_by_state()
     b = snap.bytes_by_state()
+    other = "".join(f", {n[k]} {k} ({fmt_bytes(b[k])})" for k in ("modified", "unreadable") if k in n)
     lines.append(f"saved tensors: {n['held']} held ({fmt_bytes(b['held'])}), "
-                 f"{n['freed']} freed ({fmt_bytes(b['freed'])})")
+                 f"{n['freed']} freed ({fmt_bytes(b['freed'])}){other}")
     if snap.truncated:
         more = snap.total_nodes - len(snap.ops) - sum(t.role == "leaf" for t in snap.tensors.values())
         plus = "+" if snap.count_capped else ""

@@ -7,7 +7,6 @@ DOT source, so the picture means the same thing either way.
 from __future__ import annotations
 
 import contextlib
-import html
 import os
 import shutil
 import subprocess
@@ -24,6 +23,7 @@ FREED = "#c0392b"
 HELD = "#1e6b30"
 VALUE = "#666666"
 HIGHLIGHT = "#ffb703"
+MODIFIED = "#b35900"
 
 LEGEND = ("blue: leaf tensor (its .grad)   grey: op, with the tensors it saved for backward   "
           "green: named tensor   red, struck through: saved tensor freed by backward")
@@ -31,9 +31,16 @@ LEGEND = ("blue: leaf tensor (its .grad)   grey: op, with the tensors it saved f
 DOT_TIMEOUT_S = 60
 
 
+_ESC = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#x27;",
+                      "{": "&#123;", "}": "&#125;"})
+
+
 def esc(text) -> str:
-    """Escape user text for a Graphviz HTML label (quotes, braces, <script> stay text)."""
-    return html.escape(str(text), quote=True).replace("{", "&#123;").replace("}", "&#125;")
+    """Escape user text for a Graphviz HTML label (quotes, braces, <script> stay text).
+
+    Same result as html.escape(quote=True) plus braces, in one pass.
+    """
+    return str(text).translate(_ESC)
 
 
 def _op_label(op, highlight=False) -> str:
@@ -47,6 +54,13 @@ def _op_label(op, highlight=False) -> str:
             size = (f" = {s.alias}" if s.alias else "") + size
             rows.append(f'<TR><TD ALIGN="LEFT"><FONT COLOR="{FREED}" POINT-SIZE="10">'
                         f'<S>saved {esc(s.slot)}{esc(size)}</S>&#160;&#160;<B>FREED</B></FONT></TD></TR>')
+        elif s.state in ("modified", "unreadable"):
+            size = "" if s.shape is None else f" {fmt_shape(s.shape)} {fmt_bytes(s.nbytes)}"
+            size = (f" = {s.alias}" if s.alias else "") + size
+            what = ("MODIFIED in place: backward will raise" if s.state == "modified"
+                    else f"unreadable: {s.value}")
+            rows.append(f'<TR><TD ALIGN="LEFT"><FONT COLOR="{MODIFIED}" POINT-SIZE="10">'
+                        f'saved {esc(s.slot)}{esc(size)}&#160;&#160;<B>{esc(what)}</B></FONT></TD></TR>')
         elif s.is_tensor:
             alias = f" = {s.alias}" if s.alias else ""
             rows.append(f'<TR><TD ALIGN="LEFT"><FONT COLOR="{HELD}" POINT-SIZE="10">'
@@ -86,14 +100,24 @@ def _summary_label(snap: Snapshot) -> str:
 
 
 def add_snapshot(g: graphviz.Digraph, snap: Snapshot, prefix: str = "", highlight=()) -> None:
-    """Add the nodes and edges of `snap` to `g`, ids prefixed (for side-by-side pictures)."""
+    """Add the nodes and edges of `snap` to `g`, ids prefixed (for side-by-side pictures).
+
+    Node and edge lines are appended to `g.body` directly, in exactly the form
+    `g.node(id, label, shape="plaintext", margin="0")` / `g.edge(a, b)` write them
+    (tests/test_renderer_regressions.py checks the two agree): our ids are plain DOT
+    identifiers and our labels are HTML labels, so graphviz's per-call quoting
+    would change nothing and costs more than building the labels.
+    """
+    body = g.body
     for op in snap.ops.values():
-        g.node(prefix + op.id, _op_label(op, op.id in highlight), shape="plaintext", margin="0")
+        body.append(f"\t{prefix}{op.id} [label={_op_label(op, op.id in highlight)} "
+                    "margin=0 shape=plaintext]\n")
     for t in snap.tensors.values():
-        g.node(prefix + t.id, _tensor_label(t, t.id in highlight), shape="plaintext", margin="0")
+        body.append(f"\t{prefix}{t.id} [label={_tensor_label(t, t.id in highlight)} "
+                    "margin=0 shape=plaintext]\n")
     for a, b in snap.edges:
-        style = {"style": "dashed"} if b.startswith("t_") else {}
-        g.edge(prefix + a, prefix + b, **style)
+        style = " [style=dashed]" if b.startswith("t_") else ""
+        body.append(f"\t{prefix}{a} -> {prefix}{b}{style}\n")
     if snap.truncated:
         g.node(prefix + "more", _summary_label(snap), shape="plaintext")
         # the hidden part is upstream (towards the leaves) of the nodes where the walk stopped

@@ -10,12 +10,16 @@ what `backward()` without `retain_graph=True` does to every tensor it saved.
 from __future__ import annotations
 
 from collections import Counter, deque
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import torch
 
-# Hard ceiling on how far we walk to count a graph that is over the drawing cap.
-COUNT_LIMIT = 200_000
+# Hard ceiling on how many nodes one walk touches (drawn + counted beyond the cap).
+# Not only a time limit: in torch 2.13, once Python has touched the nodes of a chain
+# deeper than ~45,000 (8 MB C stack), freeing that graph later overflows the C stack
+# and kills the process (segfault). 20,000 stays well clear of that.
+COUNT_LIMIT = 20_000
 
 
 class GraphInputError(ValueError):
@@ -28,7 +32,8 @@ class Saved:
 
     slot: str              # 'self', 'other', 'result', 'saved_tensors[0]', 'exponent', ...
     is_tensor: bool
-    state: str             # 'held' or 'freed' for tensors, 'value' for non-tensors
+    state: str             # tensors: 'held', 'freed', 'modified' (changed in place after it was
+                           # saved: backward will raise) or 'unreadable'; non-tensors: 'value'
     shape: tuple | None = None
     dtype: str | None = None
     nbytes: int | None = None
@@ -38,10 +43,17 @@ class Saved:
     def describe(self) -> str:
         if not self.is_tensor:
             return f"{self.slot} = {self.value}"
+        note = STATE_NOTES.get(self.state, "")
+        if self.state == "unreadable":
+            note = f" (reading it raised {self.value})"
         if self.shape is None:
-            return f"{self.slot}: size unknown"
+            return f"{self.slot}: size unknown{note}"
         alias = f" (= {self.alias})" if self.alias else ""
-        return f"{self.slot}{alias}: {fmt_shape(self.shape)} {self.dtype} {fmt_bytes(self.nbytes)}"
+        return f"{self.slot}{alias}: {fmt_shape(self.shape)} {self.dtype} {fmt_bytes(self.nbytes)}{note}"
+
+
+# What a state other than held/freed means, in the text form.
+STATE_NOTES = {"modified": " (changed in place after it was saved: backward will raise)"}
 
 
 @dataclass
@@ -88,15 +100,17 @@ class Snapshot:
                     yield op, s
 
     def bytes_by_state(self) -> dict:
+        """{"held": bytes, "freed": bytes}, plus "modified"/"unreadable" only when present."""
         out = {"held": 0, "freed": 0}
         for _, s in self.saved_tensors():
-            out[s.state] += s.nbytes or 0
+            out[s.state] = out.get(s.state, 0) + (s.nbytes or 0)
         return out
 
     def count_by_state(self) -> dict:
+        """{"held": n, "freed": n}, plus "modified"/"unreadable" only when present."""
         out = {"held": 0, "freed": 0}
         for _, s in self.saved_tensors():
-            out[s.state] += 1
+            out[s.state] = out.get(s.state, 0) + 1
         return out
 
 
@@ -146,8 +160,11 @@ def _saved_attr_names(fn) -> list:
     cls = type(fn)
     names = _SAVED_ATTRS.get(cls)
     if names is None:
-        names = sorted(a for a in dir(fn) if a.startswith("_saved_"))
-        if hasattr(fn, "saved_tensors") and not names:  # custom autograd.Function
+        attrs = dir(fn)
+        names = sorted(a for a in attrs if a.startswith("_saved_"))
+        # custom autograd.Function. Not hasattr(): after backward, reading it raises
+        # RuntimeError, which hasattr() does not catch.
+        if "saved_tensors" in attrs and not names:
             names = ["saved_tensors"]
         _SAVED_ATTRS[cls] = names
     return names
@@ -158,16 +175,29 @@ def _is_freed_error(err: RuntimeError) -> bool:
     return "freed" in text or "backward through the graph a second time" in text
 
 
+def _unreadable_state(err: Exception) -> tuple:
+    """(state, note) for a saved tensor whose reading raised `err`."""
+    if isinstance(err, RuntimeError):
+        if _is_freed_error(err):
+            return "freed", None
+        if "modified by an inplace operation" in str(err):
+            return "modified", None
+    first = str(err).strip().splitlines()[0] if str(err).strip() else ""
+    note = type(err).__name__ + (": " + first[:60] + ("..." if len(first) > 60 else "") if first else "")
+    return "unreadable", note
+
+
 def _tensor_saved(slot, t, storages) -> Saved:
-    key = _storage_key(t)
+    alias = storages.get(_storage_key(t)) if storages else None
     return Saved(slot=slot, is_tensor=True, state="held", shape=tuple(t.shape),
                  dtype=_dtype_name(t.dtype), nbytes=t.numel() * t.element_size(),
-                 alias=storages.get(key))
+                 alias=alias)
 
 
 def _storage_key(t):
     try:
-        return t.untyped_storage().data_ptr(), t.untyped_storage().nbytes()
+        st = t.untyped_storage()
+        return st.data_ptr(), st.nbytes()
     except Exception:  # sparse or otherwise storage-less tensors
         return None
 
@@ -191,15 +221,18 @@ def _read_saved(fn, storages) -> list:
         slot = attr[len("_saved_"):] if attr.startswith("_saved_") else attr
         try:
             value = getattr(fn, attr)
-        except RuntimeError as err:
-            if not _is_freed_error(err):
-                raise
+        except Exception as err:  # freed by backward, changed in place, or a saved-tensor hook failed
+            state, note = _unreadable_state(err)
             prev = [s for k, s in known.items() if k == slot or k.startswith(slot + "[")]
-            if prev:
-                out.extend(Saved(p.slot, True, "freed", p.shape, p.dtype, p.nbytes, p.alias)
+            raw = _raw_saved(fn, attr) if state == "modified" and not prev else None
+            if raw is not None:  # still in memory, only unreadable: size it from the raw record
+                t = _tensor_saved(slot, raw, storages)
+                out.append(Saved(slot, True, state, t.shape, t.dtype, t.nbytes, t.alias))
+            elif prev:
+                out.extend(Saved(p.slot, True, state, p.shape, p.dtype, p.nbytes, p.alias, note)
                            for p in prev)
             else:
-                out.append(Saved(slot, True, "freed"))
+                out.append(Saved(slot, True, state, value=note))
             continue
         if isinstance(value, torch.Tensor):
             out.append(_tensor_saved(slot, value, storages))
@@ -210,18 +243,33 @@ def _read_saved(fn, storages) -> list:
                 if v is not None:
                     out.append(_tensor_saved(f"{slot}[{i}]", v, storages))
                     known[out[-1].slot] = out[-1]
-        elif value is None:
-            continue  # optional input that was not needed: nothing saved
+        elif value is None or (attr == "saved_tensors" and not value):
+            continue  # optional input that was not needed, or a Function that saved nothing
         else:
             out.append(Saved(slot=slot, is_tensor=False, state="value", value=_fmt_value(value)))
     return out
 
 
+def _raw_saved(fn, attr):
+    """The tensor behind `fn._raw_saved_x` without the version check, or None."""
+    try:
+        data = getattr(fn, "_raw" + attr).data
+    except Exception:
+        return None
+    return data if isinstance(data, torch.Tensor) else None
+
+
 def _fmt_value(v) -> str:
+    if type(v) is int:  # the common case (sizes, strides, dims): skip the checks below
+        return str(v)
     if isinstance(v, float):
         return fmt_number(v)
     if isinstance(v, (tuple, list)):
-        return "(" + ", ".join(_fmt_value(x) for x in v) + ("," if len(v) == 1 else "") + ")"
+        if all(type(x) is int for x in v):
+            inner = ", ".join(map(str, v))
+        else:
+            inner = ", ".join(_fmt_value(x) for x in v)
+        return "(" + inner + ("," if len(v) == 1 else "") + ")"
     text = str(v)
     return text if len(text) <= 40 else text[:37] + "..."
 
@@ -234,17 +282,37 @@ def check_roots(roots, names) -> None:
     for i, t in enumerate(roots, 1):
         if not isinstance(t, torch.Tensor):
             raise GraphInputError(_not_a_tensor(f"argument {i}", t))
-        if t.grad_fn is None and not t.requires_grad:
+        if _grad_fn(t, f"argument {i}") is None and not t.requires_grad:
             raise GraphInputError(
                 f"argument {i} has no autograd graph: requires_grad=False and no grad_fn. "
                 "Autograd only records operations on tensors that require grad. Create the inputs "
                 "with requires_grad=True (or call x.requires_grad_()), make sure the computation "
                 "is not inside torch.no_grad() or after .detach(), then compute it again.")
+    if names is not None and not isinstance(names, Mapping):
+        raise GraphInputError(f"names must be a dict {{name: tensor}}, like names={{'a': a, 'loss': loss}}; "
+                              f"got a {type(names).__name__}.")
     for name, t in (names or {}).items():
         if not isinstance(name, str):
             raise GraphInputError(f"names must map a name (str) to a tensor; got key {name!r}.")
         if not isinstance(t, torch.Tensor):
             raise GraphInputError(_not_a_tensor(f"names[{name!r}]", t))
+        _grad_fn(t, f"names[{name!r}]")
+
+
+def check_max_nodes(max_nodes) -> None:
+    if isinstance(max_nodes, bool) or not isinstance(max_nodes, int) or not 1 <= max_nodes <= COUNT_LIMIT:
+        raise GraphInputError(f"max_nodes must be a whole number of nodes from 1 to {COUNT_LIMIT:,} "
+                              f"(a bigger picture cannot be read or laid out); got {max_nodes!r}.")
+
+
+def _grad_fn(t, where):
+    """t.grad_fn, or a GraphInputError when torch refuses to give it (a multi-output view
+    whose base was changed in place raises on .grad_fn)."""
+    try:
+        return t.grad_fn
+    except RuntimeError as err:
+        raise GraphInputError(f"{where}: torch refuses to read its grad_fn, so it has no graph to "
+                              f"draw: {str(err).splitlines()[0]}") from None
 
 
 def _not_a_tensor(where, obj) -> str:
@@ -258,12 +326,17 @@ def _not_a_tensor(where, obj) -> str:
         hint = "pass the model's output (or loss), not the model."
     elif isinstance(obj, (int, float)):
         hint = "a Python number has no graph: did you call .item() on the loss? Pass the tensor."
+    elif isinstance(obj, (list, tuple)):
+        hint = "pass the tensors one by one: draw(*outputs), or draw(outputs[0], outputs[1])."
+    elif isinstance(obj, Mapping):
+        hint = "names go in the keyword argument: draw(loss, names={'a': a, ...})."
     return f"{where} is {kind}, not a torch.Tensor: {hint}"
 
 
 def snapshot(*roots, names=None, max_nodes=300) -> Snapshot:
     """Walk the graph behind `roots` (tensors) and record it."""
     check_roots(roots, names)
+    check_max_nodes(max_nodes)
     names = dict(names or {})
 
     # Who is who: leaves and named non-leaf tensors, by identity.
@@ -272,6 +345,8 @@ def snapshot(*roots, names=None, max_nodes=300) -> Snapshot:
         found = next((n for n, v in names.items() if v is t), None)
         if found is None:
             found = "out" if len(roots) == 1 else f"out{i + 1}"
+            while found in names:  # never take over a name the caller gave another tensor
+                found += "'"
             names[found] = t
         root_names.append(found)
     by_fn: dict = {}          # grad_fn -> [(name, tensor)] for named non-leaf tensors
@@ -287,24 +362,34 @@ def snapshot(*roots, names=None, max_nodes=300) -> Snapshot:
             storages.setdefault(key, n)
 
     snap = Snapshot(roots=root_names, ops={}, tensors={}, edges=[])
-    node_id: dict = {}        # grad_fn (or leaf tensor) -> id; holds refs only during the walk
+    node_id: dict = {}        # grad_fn -> id; holds refs only during the walk
+    leaf_box: dict = {}       # id(leaf tensor) -> id of its box: one box per leaf
     keep = []                 # keeps walked objects alive so identities stay unique
     queue = deque()
-    leaf_count = 0
+
+    def new_leaf(leaf):
+        nid = f"leaf{len(leaf_box) + 1}"
+        name = leaf_name.get(id(leaf), f"leaf {len(leaf_box) + 1}")
+        snap.tensors[nid] = _tensor_box(nid, name, "leaf", leaf)
+        leaf_box[id(leaf)] = nid
+        keep.append(leaf)
+        return nid
 
     def visit(fn):
-        nonlocal leaf_count
         if fn in node_id:
             return node_id[fn], False
-        if len(node_id) >= max_nodes:
+        is_leaf = type(fn).__name__ == "AccumulateGrad"
+        if is_leaf:
+            leaf = fn.variable
+            if id(leaf) in leaf_box:  # drawn already (a leaf passed as a root)
+                keep.append(fn)
+                node_id[fn] = leaf_box[id(leaf)]
+                return node_id[fn], False
+        if len(snap.ops) + len(leaf_box) >= max_nodes:
             return None, True
         keep.append(fn)
-        if type(fn).__name__ == "AccumulateGrad":
-            leaf = fn.variable
-            leaf_count += 1
-            nid = f"leaf{leaf_count}"
-            name = leaf_name.get(id(leaf), f"leaf {leaf_count}")
-            snap.tensors[nid] = _tensor_box(nid, name, "leaf", leaf)
+        if is_leaf:
+            nid = new_leaf(leaf)
         else:
             nid = f"op{len(snap.ops) + 1}"
             snap.ops[nid] = Op(id=nid, name=fn.name(),
@@ -314,16 +399,21 @@ def snapshot(*roots, names=None, max_nodes=300) -> Snapshot:
         return nid, False
 
     hidden = []
+    hidden_leaves = []        # leaves passed as roots, beyond the cap
+    edge_set = set()          # membership for snap.edges (a list, in discovery order)
+    cut_set = set()
     for name, t in zip(root_names, roots):
         if t.grad_fn is None:  # a leaf as root: the graph is just the leaf
-            if t.requires_grad:
-                acc_id = next((i for i, b in snap.tensors.items() if b.name == name), None)
-                if acc_id is None:
-                    leaf_count += 1
-                    nid = f"leaf{leaf_count}"
-                    snap.tensors[nid] = _tensor_box(nid, name, "leaf", t)
+            if t.requires_grad and id(t) not in leaf_box:
+                leaf_name.setdefault(id(t), name)
+                if len(snap.ops) + len(leaf_box) >= max_nodes:
+                    hidden_leaves.append(t)   # the cap holds for roots too
+                else:
+                    new_leaf(t)
             continue
-        visit(t.grad_fn)
+        _, over = visit(t.grad_fn)
+        if over:  # a root beyond the cap (many roots, small max_nodes): counted, not dropped
+            hidden.append(t.grad_fn)
     while queue:
         fn, nid = queue.popleft()
         for nxt, _ in fn.next_functions:
@@ -332,10 +422,12 @@ def snapshot(*roots, names=None, max_nodes=300) -> Snapshot:
             src, over = visit(nxt)
             if over:
                 hidden.append(nxt)
-                if nid not in snap.cut_at:
+                if nid not in cut_set:
+                    cut_set.add(nid)
                     snap.cut_at.append(nid)
                 continue
-            if (src, nid) not in snap.edges:
+            if (src, nid) not in edge_set:
+                edge_set.add((src, nid))
                 snap.edges.append((src, nid))
             snap.ops[nid].inputs.append(src)
 
@@ -351,25 +443,36 @@ def snapshot(*roots, names=None, max_nodes=300) -> Snapshot:
             snap.ops[op_id].produces.append(n)
             snap.edges.append((op_id, tid))
 
-    snap.total_nodes = len(node_id)
-    if hidden:
+    snap.total_nodes = len(snap.ops) + len(leaf_box)
+    if hidden or hidden_leaves:
         snap.truncated = True
-        _count_hidden(snap, hidden, set(node_id))
+        _count_hidden(snap, hidden, set(node_id), set(leaf_box), hidden_leaves)
     return snap
 
 
-def _count_hidden(snap, frontier, seen_fns) -> None:
+def _count_hidden(snap, frontier, seen_fns, drawn_leaves=frozenset(), root_leaves=()) -> None:
     """Count (iteratively) the nodes beyond the cap, by type, up to COUNT_LIMIT."""
     seen = set(seen_fns)
     stack = list(frontier)
     keep = []
+    leaves = set(drawn_leaves)  # ids of leaf tensors drawn or counted: each counts once
+    for t in root_leaves:
+        if id(t) not in leaves:
+            leaves.add(id(t))
+            snap.hidden_by_type["leaf"] += 1
     while stack:
         fn = stack.pop()
         if fn in seen:
             continue
         seen.add(fn)
         keep.append(fn)
-        snap.hidden_by_type[fn.name() if type(fn).__name__ != "AccumulateGrad" else "leaf"] += 1
+        if type(fn).__name__ == "AccumulateGrad":
+            if id(fn.variable) in leaves:
+                continue  # a leaf passed as a root: drawn or counted already
+            leaves.add(id(fn.variable))
+            snap.hidden_by_type["leaf"] += 1
+        else:
+            snap.hidden_by_type[fn.name()] += 1
         if len(seen) >= COUNT_LIMIT:
             snap.count_capped = True
             break

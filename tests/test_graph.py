@@ -3,7 +3,6 @@ import os
 import subprocess
 import sys
 
-import numpy as np
 import pytest
 import torch
 
@@ -197,54 +196,7 @@ def test_cap_is_configurable():
     assert not snapshot(y, max_nodes=51).truncated
 
 
-# ---------------------------------------------------------------- bad input
-@pytest.mark.parametrize("bad, words", [
-    (None, "missing `return`"),
-    (3.0, ".item()"),
-    (np.ones(3), "torch.tensor(x, requires_grad=True)"),
-    (torch.nn.Linear(2, 2), "not the model"),
-    ("loss", "not a torch.Tensor"),
-])
-def test_non_tensor_is_a_clear_error(bad, words):
-    with pytest.raises(GraphInputError, match="not a torch.Tensor") as info:
-        draw(bad)
-    assert words in str(info.value)
-
-
-def test_tensor_without_graph_says_what_to_do():
-    with pytest.raises(GraphInputError, match="requires_grad=True"):
-        draw(torch.ones(3))
-    x = torch.ones(3, requires_grad=True)
-    with torch.no_grad():
-        y = x * 2
-    with pytest.raises(GraphInputError, match="no_grad"):
-        draw(y)
-    with pytest.raises(GraphInputError, match="detach"):
-        draw((x * 2).detach())
-
-
-def test_empty_call_and_bad_names():
-    with pytest.raises(GraphInputError, match="at least one tensor"):
-        draw()
-    x = torch.ones(1, requires_grad=True)
-    with pytest.raises(GraphInputError, match="names\\['y'\\] is a int"):
-        draw(x * 2, names={"y": 3})
-
-
-def test_leaf_alone_is_drawn():
-    x = torch.ones(2, requires_grad=True)
-    snap = snapshot(x, names={"x": x})
-    assert [t.name for t in snap.tensors.values()] == ["x"] and not snap.ops
-
-
-@pytest.mark.parametrize("name", ['say "hi"', "{braces}", "<script>alert(1)</script>", "a&b"])
-def test_names_are_escaped(name):
-    x = torch.ones(1, requires_grad=True)
-    pic = draw(x * 2, names={name: x})
-    assert "<script>" not in pic.dot
-    svg = pic.svg
-    assert "<script" not in svg
-    assert name in pic.text  # the text form keeps the name as written
+# bad input: tests/test_bad_inputs.py (one table of everything a learner might pass)
 
 
 # ---------------------------------------------------------------- engines

@@ -1,0 +1,201 @@
+"""Everything a learner might pass to draw(), in one table: a clear error or a safe picture.
+
+Each row: what is passed, then either ("error", words the message must contain) or
+("draws", a check on the picture). Errors are GraphInputError (a ValueError) whose message
+says what to do; nothing else may escape (no AttributeError, no torch internals).
+Pictures must render to SVG with the name text escaped.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from helpers.graph import draw, watch
+from helpers.walk import GraphInputError
+
+
+def leaf(*shape, **kw):
+    return torch.ones(*shape, requires_grad=True, **kw)
+
+
+def _no_grad_result():
+    x = leaf(3)
+    with torch.no_grad():
+        return x * 2
+
+
+def _modified_saved_tensor():
+    x = leaf(3)
+    y = x.exp()                     # ExpBackward0 saves its result, y
+    y.mul_(2)                       # ... which is then changed in place
+    return y
+
+
+class _Square(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return 2 * x * g
+
+
+def _custom_fn_after_backward():
+    y = _Square.apply(leaf(2)).sum()
+    y.backward()                    # drawn for the first time only now
+    return y
+
+
+def _sparse_grad():
+    emb = torch.nn.Embedding(5, 2, sparse=True)
+    out = emb(torch.tensor([1, 3])).sum()
+    out.backward()
+    return emb.weight
+
+
+def _chain(n):
+    y = leaf(2)
+    for _ in range(n):
+        y = y * 1.5
+    return y
+
+
+def _wide(n):
+    return sum(leaf(1) * i for i in range(n))
+
+
+ERRORS = [
+    # (id, call, words in the message)
+    ("nothing", lambda: draw(), "at least one tensor"),
+    ("None", lambda: draw(None), "missing `return`"),
+    ("float", lambda: draw(3.0), ".item()"),
+    ("int", lambda: draw(3), ".item()"),
+    ("loss.item()", lambda: draw((leaf(2) * 2).sum().item()), ".item()"),
+    ("numpy array", lambda: draw(np.ones(3)), "torch.tensor(x, requires_grad=True)"),
+    ("nn.Module", lambda: draw(torch.nn.Linear(2, 2)), "not the model"),
+    ("string", lambda: draw("loss"), "not a torch.Tensor"),
+    ("list of tensors", lambda: draw([leaf(1) * 2, leaf(1) * 3]), "draw(*outputs)"),
+    ("tuple from unbind", lambda: draw((leaf(2, 2) * 1).unbind(0)), "draw(*outputs)"),
+    ("names as 2nd positional", lambda: draw(leaf(1) * 2, {"x": leaf(1)}), "names={"),
+    ("names is a list", lambda: draw(leaf(1) * 2, names=[leaf(1)]), "names must be a dict"),
+    ("names value None", lambda: draw(leaf(1) * 2, names={"y": None}), "names['y'] is None"),
+    ("names value int", lambda: draw(leaf(1) * 2, names={"y": 3}), "names['y'] is a int"),
+    ("names key not str", lambda: draw(leaf(1) * 2, names={1: leaf(1)}), "got key 1"),
+    ("tensor without grad", lambda: draw(torch.ones(3)), "requires_grad=True"),
+    ("leaf without grad (int)", lambda: draw(torch.arange(3)), "requires_grad=False"),
+    ("comparison result", lambda: draw(leaf(3) > 0), "no autograd graph"),
+    ("result of torch.no_grad()", lambda: draw(_no_grad_result()), "no_grad"),
+    ("detached result", lambda: draw((leaf(3) * 2).detach()), "detach"),
+    ("max_nodes=0", lambda: draw(leaf(1) * 2, max_nodes=0), "max_nodes must be"),
+    ("max_nodes='10'", lambda: draw(leaf(1) * 2, max_nodes="10"), "max_nodes must be"),
+    ("max_nodes=True", lambda: draw(leaf(1) * 2, max_nodes=True), "max_nodes must be"),
+    ("max_nodes=10**6", lambda: draw(leaf(1) * 2, max_nodes=10**6), "from 1 to 20,000"),
+]
+
+
+@pytest.mark.parametrize("call, words", [c[1:] for c in ERRORS], ids=[c[0] for c in ERRORS])
+def test_clear_error(call, words):
+    with pytest.raises(GraphInputError) as info:
+        call()
+    assert words in str(info.value)
+    assert "Traceback" not in str(info.value) and " at 0x" not in str(info.value)
+
+
+def test_unreadable_grad_fn_is_a_clear_error():
+    """A view from unbind/split whose base changed in place: torch raises on .grad_fn."""
+    base = leaf(2, 3) * 1
+    a, b = base.unbind(0)
+    base.mul_(2)                         # torch allows this on the base ...
+    with pytest.raises(RuntimeError, match="is a view and its base"):
+        a.grad_fn                        # ... but then refuses to give the view's grad_fn
+    with pytest.raises(GraphInputError, match="torch refuses to read its grad_fn"):
+        draw(a)
+    with pytest.raises(GraphInputError, match=r"names\['a'\]"):
+        draw(base, names={"a": a})
+
+
+DRAWS = [
+    # (id, make the picture, what it must show)
+    ("leaf that requires grad, no grad yet", lambda: draw(leaf(2)),
+     lambda p: p.text.startswith("leaf out (2,) float32 grad=None")),
+    ("leaf with a grad", lambda: _leaf_with_grad(), lambda p: "grad=[2, 2]" in p.text),
+    ("the same leaf twice, as root and inside",
+     lambda: _same_leaf_twice(), lambda p: p.text.count("leaf x ") == 1),
+    ("0-dim", lambda: draw(leaf(()) * 2), lambda p: "() float32" in p.text),
+    ("float16", lambda: draw(leaf(2, dtype=torch.float16) * 2), lambda p: "float16" in p.text),
+    ("bfloat16", lambda: draw(leaf(2, dtype=torch.bfloat16).exp()), lambda p: "bfloat16 4 B" in p.text),
+    ("complex", lambda: draw((leaf(2, dtype=torch.complex64) * 2).abs()), lambda p: "complex64" in p.text),
+    ("float64", lambda: draw(leaf(2, dtype=torch.float64).sin()), lambda p: "float64 16 B" in p.text),
+    ("sparse grad", lambda: draw(_sparse_grad()), lambda p: "grad=(5, 2) norm" in p.text),
+    ("saved tensor changed in place", lambda: draw(_modified_saved_tensor()),
+     lambda p: "MODIFIED result (= out): (3,) float32 12 B" in p.text and "1 modified (12 B)" in p.text),
+    ("custom Function drawn first after backward", lambda: draw(_custom_fn_after_backward()),
+     lambda p: "FREED saved_tensors" in p.text),
+    ("huge chain (50,000 ops)", lambda: draw(_chain(50_000)),
+     lambda p: "NOT DRAWN: 19700+ more nodes" in p.text),
+    ("huge wide graph (3,000 leaves)", lambda: draw(_wide(3000)), lambda p: "NOT DRAWN" in p.text),
+    ("many roots, small cap", lambda: draw(*[leaf(1) * i for i in range(5)], max_nodes=3),
+     lambda p: "NOT DRAWN" in p.text),
+    ("caller's name 'out' kept", lambda: _name_out_kept(), lambda p: "leaf out (1,)" in p.text),
+]
+
+NAMES = ['say "hi"', "it's", "{braces}", "<script>alert(1)</script>", "a&b", "back\\slash",
+         "new\nline", "", " ", "ünï©ødé ∂", "x" * 2000, "</B></TD>", "]; node [shape=box", "&#123;"]
+
+
+def _leaf_with_grad():
+    x = leaf(2)
+    (x * 2).sum().backward()
+    return draw(x, names={"x": x})
+
+
+def _same_leaf_twice():
+    x = leaf(2)
+    return draw(x, x * 2, names={"x": x})
+
+
+def _name_out_kept():
+    x = leaf(1)
+    return draw(x * 2, names={"out": x})
+
+
+@pytest.mark.parametrize("make, check", [d[1:] for d in DRAWS], ids=[d[0] for d in DRAWS])
+def test_safe_picture(make, check):
+    pic = make()
+    assert check(pic), pic.text
+    svg = pic.svg
+    assert svg.lstrip().startswith("<?xml") or "<svg" in svg
+
+
+@pytest.mark.parametrize("name", NAMES, ids=[repr(n)[:20] for n in NAMES])
+def test_any_name_is_escaped(name):
+    x = leaf(1)
+    y = x * 2
+    pic = draw(y, names={name: x, "y": y})
+    assert "<script" not in pic.dot and "<script" not in pic.svg
+    assert name in pic.text                     # the text form keeps the name as written
+    # the label markup survives: one node per op/tensor, whatever the name
+    assert pic.svg.count('class="node"') == len(pic.snapshot.ops) + len(pic.snapshot.tensors)
+
+
+def test_watch_with_bad_input_fails_before_the_block_runs():
+    ran = []
+    with pytest.raises(GraphInputError):
+        with watch(None):
+            ran.append(1)
+    assert ran == []
+
+
+def test_drawing_a_huge_chain_does_not_crash_when_it_is_freed():
+    """Regression: the hidden-node count used to walk up to 200,000 nodes. In torch 2.13,
+    once Python has touched the nodes of a chain deeper than ~45,000, freeing the graph
+    overflows the C stack (segfault, the kernel dies). The walk now stops at 20,000."""
+    y = _chain(60_000)
+    pic = draw(y)
+    assert pic.snapshot.count_capped and pic.snapshot.total_nodes == 20_000
+    del y                       # frees the 60,000-node graph: must not kill the process
+    assert "NOT DRAWN: 19700+ more nodes" in pic.text

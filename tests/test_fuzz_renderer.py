@@ -1,0 +1,448 @@
+"""Property-based fuzzing of the graph renderer (walk.snapshot -> render DOT -> text).
+
+Hypothesis writes small random programs of tensor ops (views, in-place ops, ops with
+several outputs, custom autograd.Functions, hooks, detach, no-grad regions), runs them,
+and draws the graph before backward, after backward (with or without retain_graph),
+and after a second backward. Every picture must satisfy, checked independently of
+helpers.walk:
+
+- it never crashes and never hangs (each example runs under a timer);
+- it shows exactly the nodes reachable from the roots through `next_functions`
+  (op names as a multiset, leaves as a set), or, when capped, draws at most
+  `max_nodes` and counts the rest exactly;
+- a saved tensor is marked freed exactly when reading its `_saved_*` attribute
+  (`saved_tensors` for a custom Function) really raises, and held exactly when it reads;
+- its text is deterministic (drawing twice gives the same text) and has no addresses.
+
+Run length: the default ("ci") profile is derandomized and small (~10 s on 2 cores);
+`BACKWARD_TWICE_FUZZ=long` explores far more (random seeds, 3,000 examples),
+`BACKWARD_TWICE_FUZZ=<number>` sets the number of examples.
+"""
+from __future__ import annotations
+
+import collections
+import contextlib
+import html
+import os
+import signal
+import warnings
+
+import pytest
+import torch
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis import given
+
+from helpers.graph import describe, draw
+from helpers.walk import snapshot
+
+_common = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+               print_blob=True)
+settings.register_profile("bt-ci", max_examples=200, derandomize=True, database=None, **_common)
+settings.register_profile("bt-long", max_examples=3000, **_common)
+_mode = os.environ.get("BACKWARD_TWICE_FUZZ", "ci")
+if _mode.isdigit():
+    settings.register_profile("bt-n", max_examples=int(_mode), **_common)
+    FUZZ = settings.get_profile("bt-n")
+else:
+    FUZZ = settings.get_profile("bt-long" if _mode == "long" else "bt-ci")
+
+EXAMPLE_TIMEOUT_S = 20   # a hang is a failure, not a stuck CI run
+STATS = collections.Counter()
+
+
+@contextlib.contextmanager
+def time_limit(seconds):
+    """Raise TimeoutError in the main thread after `seconds` (POSIX timers)."""
+    if not hasattr(signal, "setitimer"):
+        yield
+        return
+
+    def on_alarm(signum, frame):
+        raise TimeoutError(f"renderer example took more than {seconds} s")
+
+    old = signal.signal(signal.SIGALRM, on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
+# ------------------------------------------------------------------ custom Functions
+class SaveInput(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return 2 * x * g
+
+
+class SaveOutput(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        y = x.exp()
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        (y,) = ctx.saved_tensors
+        return g * y
+
+
+class SaveNothing(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.scale = 3.0            # a non-tensor on ctx: not a saved tensor
+        return x * 3.0
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * ctx.scale
+
+
+class TwoOutputs(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, y):
+        ctx.save_for_backward(x, y)
+        return x + y, x * y
+
+    @staticmethod
+    def backward(ctx, ga, gb):
+        x, y = ctx.saved_tensors
+        return ga + gb * y, ga + gb * x
+
+
+# ------------------------------------------------------------------ random programs
+SHAPES = [(2, 3), (3,), (), (2, 1)]
+UNARY = ["exp", "tanh", "sin", "sigmoid", "relu", "pow2", "mul_const", "add_const", "neg", "sum",
+         "mean", "clone", "square_fn", "exp_fn", "scale_fn"]
+VIEWS = ["t", "flat", "slice", "unsqueeze", "expand", "select"]
+MULTI = ["unbind", "split", "max_dim", "two_fn"]
+BINARY = ["add", "mul", "div", "where", "matmul_like", "cat"]
+INPLACE = ["mul_", "add_", "view_mul_", "exp_"]
+OTHER = ["detach", "detach_leaf", "no_grad", "tensor_hook", "node_hook", "prehook",
+         "saved_hooks", "const"]
+OPS = UNARY + VIEWS + MULTI + BINARY + INPLACE + OTHER
+
+
+def _combine(a, b):
+    """Broadcast-safe pair: same shape, or b reduced to a scalar."""
+    return (a, b) if a.shape == b.shape else (a, b.sum())
+
+
+def apply_op(op, a, b, k):
+    """Run one op on pool tensors a, b; return a list of new tensors (maybe empty)."""
+    if op == "exp":
+        return [a.exp()]
+    if op == "tanh":
+        return [a.tanh()]
+    if op == "sin":
+        return [a.sin()]
+    if op == "sigmoid":
+        return [torch.sigmoid(a)]
+    if op == "relu":
+        return [torch.relu(a)]
+    if op == "pow2":
+        return [a ** 2]
+    if op == "mul_const":
+        return [a * (k + 1.5)]
+    if op == "add_const":
+        return [a + k]
+    if op == "neg":
+        return [-a]
+    if op == "sum":
+        return [a.sum()]
+    if op == "mean":
+        return [a.mean()]
+    if op == "clone":
+        return [a.clone()]
+    if op == "square_fn":
+        return [SaveInput.apply(a)]
+    if op == "exp_fn":
+        return [SaveOutput.apply(a)]
+    if op == "scale_fn":
+        return [SaveNothing.apply(a)]
+    if op == "t":
+        return [a.t()] if a.dim() == 2 else [a.view(-1)]
+    if op == "flat":
+        return [a.reshape(-1)]
+    if op == "slice":
+        return [a[..., :1]] if a.dim() else [a.unsqueeze(0)]
+    if op == "unsqueeze":
+        return [a.unsqueeze(0)]
+    if op == "expand":
+        return [a.unsqueeze(0).expand(2, *a.shape)]
+    if op == "select":
+        return [a[0]] if a.dim() and a.shape[0] > 0 else [a * 1]
+    if op == "unbind":
+        return list(a.unbind(0))[:2] if a.dim() else [a * 2]
+    if op == "split":
+        return list(a.reshape(-1).split(1))[:3] if a.numel() > 1 else [a + 1]
+    if op == "max_dim":
+        if a.dim() == 0:
+            return [a.clone()]
+        values, indices = a.max(dim=0)
+        return [values]
+    if op == "two_fn":
+        x, y = _combine(a, b)
+        s, p = TwoOutputs.apply(x, y + 0)
+        return [s, p]
+    if op == "add":
+        x, y = _combine(a, b)
+        return [x + y]
+    if op == "mul":
+        x, y = _combine(a, b)
+        return [x * y]
+    if op == "div":
+        x, y = _combine(a, b)
+        return [x / (y.abs() + 1)]
+    if op == "where":
+        x, y = _combine(a, b)
+        return [torch.where(x > 0, x, y)]
+    if op == "matmul_like":
+        return [a.reshape(-1, 1) @ b.reshape(1, -1)]
+    if op == "cat":
+        return [torch.cat([a.reshape(-1), b.reshape(-1)])]
+    # in-place ops on a fresh non-leaf (never on a leaf): may invalidate saved tensors
+    if op == "mul_":
+        c = a * 1 if a.is_leaf else a
+        return [c.mul_(2.0)]
+    if op == "add_":
+        c = a * 1 if a.is_leaf else a
+        return [c.add_(1.0)]
+    if op == "exp_":
+        c = a * 1 if a.is_leaf else a
+        return [c.exp_()]
+    if op == "view_mul_":
+        c = a.clone() if a.dim() else a.reshape(1).clone()
+        c[0:1].mul_(3.0)            # in-place on a view: CopySlices
+        return [c]
+    if op == "detach":
+        return [a.detach() * 2]   # a constant: not part of any graph
+    if op == "detach_leaf":
+        return [a.detach().clone().requires_grad_()]   # a new leaf
+    if op == "no_grad":
+        with torch.no_grad():
+            c = a * 2
+        return [c + b.sum()]      # mixes a constant with the graph of b
+    if op == "tensor_hook":
+        c = a * 1
+        if c.requires_grad:
+            c.register_hook(lambda g: g * 1)
+        return [c]
+    if op == "node_hook":
+        c = a * 1.0
+        if c.grad_fn is not None:
+            c.grad_fn.register_hook(lambda gi, go: None)
+        return [c]
+    if op == "prehook":
+        c = a + 0.5
+        if c.grad_fn is not None:
+            c.grad_fn.register_prehook(lambda go: None)
+        return [c]
+    if op == "saved_hooks":
+        with torch.autograd.graph.saved_tensors_hooks(lambda t: t.clone(), lambda t: t):
+            return [a.sin() * b.sum()]
+    if op == "const":
+        return [torch.full(a.shape, float(k))]
+    raise AssertionError(op)
+
+
+@st.composite
+def programs(draw_):
+    n_leaves = draw_(st.integers(1, 3))
+    leaves = []
+    for i in range(n_leaves):
+        shape = draw_(st.sampled_from(SHAPES))
+        grad = draw_(st.booleans()) if i else True   # the first one always requires grad
+        leaves.append((shape, grad))
+    steps = draw_(st.lists(st.tuples(st.sampled_from(OPS), st.integers(0, 50), st.integers(0, 50),
+                                     st.integers(0, 3)), min_size=1, max_size=12))
+    n_roots = draw_(st.integers(1, 2))
+    root_picks = draw_(st.lists(st.integers(0, 50), min_size=n_roots, max_size=n_roots))
+    name_picks = draw_(st.lists(st.tuples(st.integers(0, 50),
+                                          st.text(alphabet='ab<>{}"\'&;/ \\né', min_size=1,
+                                                  max_size=6)), max_size=4))
+    retain = draw_(st.booleans())
+    second = draw_(st.sampled_from(["none", "again", "retained-again"]))
+    svg = draw_(st.integers(0, 3)) == 0   # lay out one picture in four (Graphviz is the slow part)
+    cap = draw_(st.sampled_from([None, None, 1, 3, 8]))
+    return dict(leaves=leaves, steps=steps, roots=root_picks, names=name_picks, retain=retain,
+                second=second, cap=cap, svg=svg)
+
+
+def run_program(p):
+    torch.manual_seed(0)
+    pool = [torch.randn(*shape, requires_grad=g) if shape else torch.randn((), requires_grad=g)
+            for shape, g in p["leaves"]]
+    for op, i, j, k in p["steps"]:
+        a, b = pool[i % len(pool)], pool[j % len(pool)]
+        try:
+            out = apply_op(op, a, b, k)
+        except RuntimeError as err:   # e.g. an in-place op torch refuses: not a renderer matter
+            STATS["op refused by torch: " + str(err).split(":")[0][:40]] += 1
+            continue
+        pool.extend(t for t in out if isinstance(t, torch.Tensor))
+    readable = []
+    for t in pool:
+        try:
+            t.grad_fn
+            readable.append(t)
+        except RuntimeError:   # a multi-output view whose base changed in place: torch refuses
+            STATS["grad_fn unreadable (see test_bad_inputs)"] += 1
+    pool = readable
+    graphed = [t for t in pool if t.grad_fn is not None or t.requires_grad]
+    roots = []
+    for r in p["roots"]:
+        t = graphed[r % len(graphed)]
+        if not any(t is x for x in roots):
+            roots.append(t)
+    names = {}
+    for i, name in p["names"]:
+        names[name] = pool[i % len(pool)]
+    return pool, roots, names
+
+
+# ------------------------------------------------------------------ independent checks
+def reachable(roots):
+    """(op-name multiset, set of leaf ids, node count) by walking next_functions ourselves."""
+    seen, ops, leaves = set(), collections.Counter(), set()
+    stack = [t.grad_fn for t in roots if t.grad_fn is not None]
+    for t in roots:
+        if t.grad_fn is None and t.requires_grad:
+            leaves.add(id(t))
+    while stack:
+        fn = stack.pop()
+        if fn in seen:
+            continue
+        seen.add(fn)
+        if hasattr(fn, "variable"):
+            leaves.add(id(fn.variable))
+        else:
+            ops[fn.name()] += 1
+        stack.extend(n for n, _ in fn.next_functions if n is not None)
+    return ops, leaves, seen
+
+
+def true_saved_states(fns):
+    """Multiset of (op name, held slots, unreadable slots+state) per node, by reading every
+    `_saved_*` attribute ourselves (`saved_tensors` for a custom Function)."""
+    out = collections.Counter()
+    for fn in fns:
+        if hasattr(fn, "variable"):
+            continue
+        attrs = [a for a in dir(fn) if a.startswith("_saved_")]
+        if not attrs and "saved_tensors" in dir(fn):
+            attrs = ["saved_tensors"]
+        held, unread = [], set()
+        for attr in attrs:
+            slot = attr[len("_saved_"):] if attr.startswith("_saved_") else attr
+            try:
+                value = getattr(fn, attr)
+            except Exception as err:   # reading really raises: freed (or changed in place)
+                text = str(err)
+                state = ("freed" if "freed" in text or "second time" in text else
+                         "modified" if "modified by an inplace operation" in text else "unreadable")
+                unread.add((slot, state))
+                continue
+            if isinstance(value, torch.Tensor):
+                held.append(slot)
+            elif isinstance(value, (tuple, list)):
+                held.extend(f"{slot}[{i}]" for i, v in enumerate(value) if isinstance(v, torch.Tensor))
+        out[(fn.name(), tuple(sorted(held)), tuple(sorted(unread)))] += 1
+    return out
+
+
+def shown_saved_states(snap):
+    """The same multiset, from what the snapshot shows."""
+    out = collections.Counter()
+    for op in snap.ops.values():
+        held = sorted(s.slot for s in op.saved if s.is_tensor and s.state == "held")
+        unread = sorted({(s.slot.split("[")[0], s.state) for s in op.saved
+                         if s.is_tensor and s.state != "held"})
+        out[(op.name, tuple(held), tuple(unread))] += 1
+    return out
+
+
+def check_picture(roots, names, cap, svg=False):
+    kw = {} if cap is None else {"max_nodes": cap}
+    snap = snapshot(*roots, names=names, **kw)
+    ops, leaves, fns = reachable(roots)
+    total = sum(ops.values()) + len(leaves)
+    drawn_leaves = [t for t in snap.tensors.values() if t.role == "leaf"]
+    if not snap.truncated:
+        assert collections.Counter(op.name for op in snap.ops.values()) == ops
+        assert len(drawn_leaves) == len(leaves)
+        assert snap.total_nodes == total
+        assert shown_saved_states(snap) == true_saved_states(fns)
+        for a, b in snap.edges:     # every edge joins drawn nodes
+            assert (a in snap.ops or a in snap.tensors) and (b in snap.ops or b in snap.tensors)
+    else:
+        assert cap is not None and len(snap.ops) + len(drawn_leaves) <= cap
+        assert snap.total_nodes == total and not snap.count_capped
+        assert set(op.name for op in snap.ops.values()) <= set(ops)
+        STATS["capped pictures"] += 1
+    pic = draw(*roots, names=names, **kw)
+    assert pic.text == describe(snap) and draw(*roots, names=names, **kw).text == pic.text
+    assert " at 0x" not in pic.text and "<script" not in pic.dot
+    for box in snap.tensors.values():     # every name is in the DOT, escaped (reference: html)
+        safe = html.escape(box.name, quote=True).replace("{", "&#123;").replace("}", "&#125;")
+        assert f"<B>{safe}</B>" in pic.dot
+    if svg:
+        assert pic.svg.count('class="node"') == len(snap.ops) + len(snap.tensors) + snap.truncated
+        STATS["laid out as SVG"] += 1
+    STATS["pictures"] += 1
+    for _, s in snap.saved_tensors():
+        STATS["saved " + s.state] += 1
+    return pic
+
+
+@FUZZ
+@given(programs())
+def test_renderer_on_random_programs(p):
+    STATS["examples"] += 1
+    with warnings.catch_warnings(), time_limit(EXAMPLE_TIMEOUT_S):
+        warnings.simplefilter("ignore")
+        pool, roots, names = run_program(p)
+        check_picture(roots, names, p["cap"], svg=p["svg"])
+        loss = sum(r.sum() for r in roots if r.requires_grad)
+        if not isinstance(loss, torch.Tensor) or loss.grad_fn is None:
+            STATS["no backward possible"] += 1
+            return
+        try:
+            loss.backward(retain_graph=p["retain"])
+            STATS["backward ok"] += 1
+        except RuntimeError as err:   # e.g. a saved tensor changed in place: the picture says so
+            STATS["backward raised: " + str(err)[:30]] += 1
+        check_picture(roots, names, p["cap"], svg=p["svg"])
+        if p["second"] != "none":
+            try:
+                loss.backward(retain_graph=p["second"] == "retained-again")
+                STATS["second backward ok"] += 1
+            except RuntimeError:
+                STATS["second backward raised"] += 1
+            check_picture(roots, names, p["cap"])
+
+
+@pytest.fixture(scope="module", autouse=True)
+def report_statistics():
+    """Not a check: prints what the fuzzer exercised (shown with pytest -s)."""
+    yield
+    if STATS:
+        print("\nfuzz statistics:", dict(sorted(STATS.items())))
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_every_op_runs(op):
+    """Each op of the fuzzer's vocabulary really builds something (no dead vocabulary)."""
+    a = torch.randn(2, 3, requires_grad=True)
+    b = torch.randn(2, 3, requires_grad=True)
+    out = apply_op(op, a * 1, b, 1)
+    assert out and all(isinstance(t, torch.Tensor) for t in out)
