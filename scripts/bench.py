@@ -1,0 +1,478 @@
+"""Benchmarks of Backward Twice: the validation suite against its floor, our renderer against
+torchviz, and how drawing time grows with depth.  Run with `bash scripts/bench` (see --help).
+
+Everything is measured in one run, on this machine, and reported as ratios measured side
+by side, so a busy machine shifts both sides alike.  Results: a table on stdout,
+build/bench.json, and build/bench_depth.png.
+
+- floor: for each notebook, start a kernel exactly as nbval does (nbval.kernel.RunningKernel,
+  --nbval-current-env) and `import torch` in it. The sum is the least any notebook
+  validation can cost.
+- suite: the full validation (`pytest -n 2 --dist loadscope`: unit tests + nbval over every
+  notebook), wall time, and per-notebook time from its JUnit report.
+- renderer: ours (helpers.walk.snapshot + helpers.render.to_dot: the "graph description")
+  against torchviz.make_dot(..., show_saved=True).source on the same graphs; best of
+  several repeats; layout to SVG (same bundled Graphviz engine for both) reported apart.
+- depth: render time over chain depth, with the default cap (300 nodes) and without.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pathlib
+import platform
+import re
+import statistics
+import subprocess
+import sys
+import time
+import warnings
+import xml.etree.ElementTree as ET
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+BUILD = ROOT / "build"
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+SUITE_CMD = [sys.executable, "-m", "pytest", "-n", "2", "--dist", "loadscope", "-q", "-p", "no:cacheprovider"]
+
+
+def say(*a):
+    print(*a, flush=True)
+
+
+# ------------------------------------------------------------------------ floor and suite
+def kernel_floor(n: int) -> dict:
+    """Start a kernel the way nbval does and import torch in it, n times (one per notebook)."""
+    from nbval.kernel import CURRENT_ENV_KERNEL_NAME, RunningKernel
+
+    starts, stops = [], []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        k = RunningKernel(CURRENT_ENV_KERNEL_NAME, cwd=str(ROOT / "notebooks"))
+        msg = k.execute_cell_input("import torch")
+        k.await_reply(msg, timeout=300)
+        k.await_idle(msg, 300)
+        t1 = time.perf_counter()
+        k.stop()
+        starts.append(t1 - t0)
+        stops.append(time.perf_counter() - t1)
+    return {"runs": n, "each_s": starts, "total_s": sum(starts), "median_s": statistics.median(starts),
+            "shutdown_each_s": stops}
+
+
+def run_suite(extra=(), label="suite") -> dict:
+    """The full validation, as scripts/test runs it; wall time, outcome, per-notebook times."""
+    BUILD.mkdir(exist_ok=True)
+    junit = BUILD / f"bench-{label}.xml"
+    cmd = [*SUITE_CMD, f"--junitxml={junit}", *extra]
+    t0 = time.perf_counter()
+    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    tail = [ln for ln in done.stdout.strip().splitlines() if ln.strip()][-1:] or [""]
+    per_file, unit_total, fails = {}, 0.0, []
+    if junit.exists():
+        for case in ET.parse(junit).getroot().iter("testcase"):
+            cls, t = case.get("classname", ""), float(case.get("time", 0))
+            name = case.get("file") or cls
+            if "ipynb" in cls or "ipynb" in (case.get("name") or ""):
+                key = re.sub(r"^notebooks\.", "", cls).replace(".ipynb", "") + ".ipynb"
+                per_file[key] = per_file.get(key, 0.0) + t
+            else:
+                unit_total += t
+            if case.find("failure") is not None or case.find("error") is not None:
+                fails.append(f"{cls}::{case.get('name')}")
+    return {"cmd": " ".join(cmd[1:]), "wall_s": wall, "exit": done.returncode, "summary": tail[0],
+            "unit_tests_s": unit_total, "notebook_s": dict(sorted(per_file.items(), key=lambda kv: -kv[1])),
+            "failures": fails[:20]}
+
+
+# ------------------------------------------------------------------------ renderer
+def _best(fn, repeat=7, min_time=0.2):
+    """Best time of `repeat` rounds; each round runs fn enough times to last ~min_time/repeat."""
+    fn()  # warm-up (caches, first-walk metadata)
+    t0 = time.perf_counter()
+    fn()
+    one = max(time.perf_counter() - t0, 1e-6)
+    loops = max(1, int(min_time / repeat / one))
+    best = float("inf")
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        for _ in range(loops):
+            fn()
+        best = min(best, (time.perf_counter() - t0) / loops)
+    return best
+
+
+def build_cases():
+    import torch
+
+    def chain(n):
+        def make():
+            x = torch.randn(4, 8, requires_grad=True)
+            w = torch.randn(8, 8, requires_grad=True)
+            y = x
+            for _ in range(n):
+                y = torch.tanh(y @ w)
+            return y.sum(), {"x": x, "w": w}
+        return make
+
+    def cnn():
+        torch.manual_seed(0)
+        net = torch.nn.Sequential(
+            torch.nn.Conv2d(1, 4, 3, padding=1), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
+            torch.nn.Conv2d(4, 8, 3, padding=1), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
+            torch.nn.Flatten(), torch.nn.Linear(8 * 7 * 7, 10))
+        x = torch.randn(2, 1, 28, 28)
+        loss = torch.nn.functional.cross_entropy(net(x), torch.tensor([1, 2]))
+        return loss, dict(net.named_parameters())
+
+    def rnn(steps=20):
+        def make():
+            torch.manual_seed(0)
+            cell = torch.nn.RNNCell(8, 16)
+            h = torch.zeros(3, 16)
+            xs = torch.randn(steps, 3, 8)
+            for t in range(steps):
+                h = cell(xs[t], h)
+            return h.pow(2).mean(), dict(cell.named_parameters())
+        return make
+
+    return [("chain 10 (tanh(y@w))", chain(10)), ("chain 100", chain(100)), ("chain 400", chain(400)),
+            ("small CNN (2 conv, 1 fc)", cnn), ("RNN cell, 20 steps unrolled", rnn(20))]
+
+
+def _ours(root, names, max_nodes=20_000):
+    from helpers.render import to_dot
+    from helpers.walk import snapshot
+
+    return to_dot(snapshot(root, names=names, max_nodes=max_nodes))
+
+
+def _torchviz(root, names):
+    from torchviz import make_dot
+
+    return make_dot(root, params=names, show_saved=True).source
+
+
+LAYOUT_TIMEOUT_S = 60
+_LAYOUT_CODE = """
+import sys, time, os
+src = sys.stdin.read()
+os.dup2(os.open(os.devnull, os.O_WRONLY), 2)   # the bundled fontconfig warns on fd 2
+import pygraphviz
+g = pygraphviz.AGraph(string=src)
+t0 = time.perf_counter()
+g.draw(format="svg", prog="dot")
+print(time.perf_counter() - t0)
+"""
+
+
+def _layout_ms(source, timeout=LAYOUT_TIMEOUT_S):
+    """Layout + SVG time with the bundled Graphviz engine, in a subprocess with a time limit
+    (a big graph can take minutes); None when it did not finish in time."""
+    try:
+        done = subprocess.run([sys.executable, "-c", _LAYOUT_CODE], input=source, text=True,
+                              capture_output=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return None
+    return float(done.stdout.strip()) * 1e3 if done.returncode == 0 else None
+
+
+def what_each_shows(root, names):
+    from helpers.walk import snapshot
+
+    snap = snapshot(root, names=names, max_nodes=20_000)
+    saved = list(snap.saved_tensors())
+    ours = {"op nodes": len(snap.ops), "leaf nodes": sum(t.role == "leaf" for t in snap.tensors.values()),
+            "saved tensors (slot, shape, dtype, bytes, held/freed)": len(saved),
+            "saved bytes": sum(s.nbytes or 0 for _, s in saved),
+            "non-tensor saved values": sum(1 for op in snap.ops.values() for s in op.saved if not s.is_tensor),
+            "named tensors": sum(t.role != "leaf" for t in snap.tensors.values())}
+    src = _torchviz(root, names)
+    n_nodes = len(re.findall(r"^\t\S+ \[label=", src, re.M))
+    n_saved = len(re.findall(r"fillcolor=orange", src))
+    theirs = {"nodes": n_nodes, "saved-tensor nodes (name, shape)": n_saved,
+              "leaf nodes": len(re.findall(r"fillcolor=lightblue", src))}
+    return ours, theirs
+
+
+def renderer_bench(repeat=7) -> dict:
+    import torch
+
+    warnings.simplefilter("ignore")   # torchviz imports distutils (deprecated)
+    out = []
+    for label, make in build_cases():
+        root, names = make()
+        ours_t = _best(lambda: _ours(root, names), repeat)
+        tv_t = _best(lambda: _torchviz(root, names), repeat)
+        ours_lay, tv_lay = _layout_ms(_ours(root, names)), _layout_ms(_torchviz(root, names))
+        shows_ours, shows_tv = what_each_shows(root, names)
+        out.append({"case": label, "ours_ms": ours_t * 1e3, "torchviz_ms": tv_t * 1e3,
+                    "ratio": ours_t / tv_t, "ours_layout_ms": ours_lay,
+                    "torchviz_layout_ms": tv_lay, "ours_shows": shows_ours, "torchviz_shows": shows_tv})
+        say(f"  {label:30} ours {ours_t * 1e3:8.2f} ms  torchviz {tv_t * 1e3:8.2f} ms  "
+            f"ratio {ours_t / tv_t:4.2f}")
+
+    # After backward: the saved tensors are freed. torchviz reads them and raises; we mark them.
+    root, names = build_cases()[1][1]()
+    from helpers.walk import snapshot
+
+    before = snapshot(root, names=names, max_nodes=20_000)
+    root.backward()
+    t = _best(lambda: _ours(root, names), repeat)
+    after = snapshot(root, names=names, max_nodes=20_000)
+    try:
+        _torchviz(root, names)
+        tv = "drew it"
+    except Exception as err:  # noqa: BLE001 - we report whatever it raises
+        tv = f"{type(err).__name__}: {str(err).splitlines()[0][:90]}"
+    special = [{"case": "chain 100, after backward()", "ours_ms": t * 1e3,
+                "ours": f"{after.count_by_state()['freed']} saved tensors marked freed "
+                        f"({after.bytes_by_state()['freed']:,} B, sizes from the walk before: "
+                        f"{before.bytes_by_state()['held']:,} B held then)",
+                "torchviz": tv}]
+
+    # Deep chains: torchviz recurses once per node (default recursion limit 1000).
+    for depth in (1000, 5000):
+        x = torch.ones(2, requires_grad=True)
+        y = x
+        for _ in range(depth):
+            y = y * 1.5
+        t = _best(lambda: _ours(y, {"x": x}, 300), 3)
+        t_full = _best(lambda: _ours(y, {"x": x}, 20_000), 3)
+        try:
+            _torchviz(y, {"x": x})
+            tv = "drew it"
+        except RecursionError as err:
+            tv = f"RecursionError: {err}"
+        except Exception as err:  # noqa: BLE001
+            tv = f"{type(err).__name__}: {str(err)[:80]}"
+        special.append({"case": f"chain of {depth:,} muls", "ours_ms": t * 1e3, "ours_uncapped_ms": t_full * 1e3,
+                        "ours": "draws 300 nodes + 'N more nodes not drawn' (default cap); "
+                                f"uncapped description {t_full * 1e3:.0f} ms", "torchviz": tv})
+    return {"cases": out, "special": special}
+
+
+# ------------------------------------------------------------------------ depth scaling
+def depth_bench(plot: pathlib.Path) -> dict:
+    import torch
+
+    from helpers.render import to_dot
+    from helpers.walk import snapshot
+
+    warnings.simplefilter("ignore")
+    depths = [10, 30, 100, 300, 1000, 3000, 10_000, 30_000]
+    rows = []
+    for d in depths:
+        x = torch.ones(2, requires_grad=True)
+        y = x
+        for _ in range(d):
+            y = y * 1.5
+        capped = _best(lambda: to_dot(snapshot(y, max_nodes=300)), 3, 0.1)
+        full = _best(lambda: to_dot(snapshot(y, max_nodes=20_000)), 3, 0.1) if d <= 20_000 else None
+        layout = _layout_ms(to_dot(snapshot(y, max_nodes=300)))
+        try:
+            tv = _best(lambda: _torchviz(y, {"x": x}), 3, 0.1)
+        except RecursionError:
+            tv = None
+        rows.append({"depth": d, "capped_ms": capped * 1e3, "uncapped_ms": None if full is None else full * 1e3,
+                     "capped_layout_ms": layout, "torchviz_ms": None if tv is None else tv * 1e3})
+        del y, x
+    _plot_depth(rows, plot)
+    return {"rows": rows, "plot": str(plot.relative_to(ROOT))}
+
+
+def _plot_depth(rows, path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7.5, 4.5), dpi=110)
+    d = [r["depth"] for r in rows]
+    ax.plot(d, [r["capped_ms"] for r in rows], "o-", color="#1e6b30",
+            label="ours, default cap (300 nodes drawn, rest counted)")
+    ax.plot(d, [r["capped_ms"] + (r["capped_layout_ms"] or float("nan")) for r in rows], "o:",
+            color="#1e6b30", alpha=0.6, label="ours, default cap, + layout to SVG (Graphviz)")
+    unc = [(r["depth"], r["uncapped_ms"]) for r in rows if r["uncapped_ms"] is not None]
+    ax.plot([u[0] for u in unc], [u[1] for u in unc], "s--", color="#4a90d9",
+            label="ours, no cap (description only)")
+    tv = [(r["depth"], r["torchviz_ms"]) for r in rows if r["torchviz_ms"] is not None]
+    ax.plot([t[0] for t in tv], [t[1] for t in tv], "^-", color="#c0392b", label="torchviz make_dot(show_saved)")
+    failed = [r["depth"] for r in rows if r["torchviz_ms"] is None]
+    if failed:
+        ymax = max(r["capped_ms"] for r in rows)
+        ax.plot(failed, [ymax] * len(failed), "x", color="#c0392b", markersize=10, mew=2,
+                label="torchviz: RecursionError")
+    ax.axvline(300, color="#999999", lw=0.8, ls=":")
+    ax.annotate("cap: 300 nodes", (300, ax.get_ylim()[1]), xytext=(4, -12), textcoords="offset points",
+                fontsize=8, color="#666666")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("chain depth (ops)")
+    ax.set_ylabel("time to build the graph description (ms)")
+    ax.set_title("Drawing a chain: the cap keeps the picture (and its cost) bounded", fontsize=11)
+    ax.grid(True, which="major", alpha=0.3)
+    ax.legend(fontsize=8, loc="upper left")
+    fig.tight_layout()
+    path.parent.mkdir(exist_ok=True)
+    fig.savefig(path)
+    plt.close(fig)
+
+
+# ------------------------------------------------------------------------ repeatability
+def repeat_suite(n: int) -> dict:
+    """Run the full suite n times under xdist and once serially; outputs must not change."""
+    def digest():
+        import hashlib
+
+        return {p.name: hashlib.sha256(p.read_bytes()).hexdigest()[:16] for p in NOTEBOOKS}
+
+    before = digest()
+    runs = []
+    for i in range(n):
+        r = run_suite(label=f"repeat{i + 1}")
+        runs.append({"run": i + 1, "mode": "xdist -n 2 --dist loadscope", "exit": r["exit"],
+                     "wall_s": r["wall_s"], "summary": r["summary"], "failures": r["failures"]})
+        say(f"  run {i + 1} (xdist): exit {r['exit']}  {r['summary']}  {r['wall_s']:.1f} s")
+    serial_cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist"]
+    t0 = time.perf_counter()
+    done = subprocess.run(serial_cmd, cwd=ROOT, capture_output=True, text=True)
+    tail = [ln for ln in done.stdout.strip().splitlines() if ln.strip()][-1:] or [""]
+    runs.append({"run": n + 1, "mode": "serial (no xdist)", "exit": done.returncode,
+                 "wall_s": time.perf_counter() - t0, "summary": tail[0]})
+    say(f"  run {n + 1} (serial): exit {done.returncode}  {tail[0]}  {runs[-1]['wall_s']:.1f} s")
+    unchanged = digest() == before
+    return {"runs": runs, "all_passed": all(r["exit"] == 0 for r in runs),
+            "committed_notebooks_unchanged": unchanged}
+
+
+# ------------------------------------------------------------------------ report
+def _ms(v):
+    return f"> {LAYOUT_TIMEOUT_S * 1000:,}" if v is None else f"{v:,.0f}"
+
+
+def table(rows, headers):
+    widths = [max(len(str(h)), *(len(str(r[i])) for r in rows)) for i, h in enumerate(headers)]
+    line = lambda cells: "| " + " | ".join(str(c).ljust(w) for c, w in zip(cells, widths)) + " |"
+    return "\n".join([line(headers), "|" + "|".join("-" * (w + 2) for w in widths) + "|", *map(line, rows)])
+
+
+def report(res) -> str:
+    parts = []
+    if "floor" in res and "suite" in res:
+        f, s = res["floor"], res["suite"]
+        parts.append(f"Suite vs floor ({len(NOTEBOOKS)} notebook(s), {os.cpu_count()} cores)")
+        rows = [["floor: kernel start + import torch, once per notebook", f"{f['total_s']:.1f} s",
+                 f"{f['runs']} x {f['median_s']:.2f} s (median)"],
+                ["full validation: unit tests + nbval, -n 2 --dist loadscope", f"{s['wall_s']:.1f} s",
+                 f"exit {s['exit']}: {s['summary']}"],
+                ["ratio suite / floor (target <= 1.5)", f"{s['wall_s'] / f['total_s']:.2f} x", ""]]
+        parts.append(table(rows, ["what", "time", "detail"]))
+        nb = [[k, f"{v:.1f} s"] for k, v in s["notebook_s"].items()]
+        nb.append(["(unit tests, summed over workers)", f"{s['unit_tests_s']:.1f} s"])
+        parts.append(table(nb, ["notebook (cells summed, incl. kernel start)", "time"]))
+    if "renderer" in res:
+        r = res["renderer"]
+        rows = [[c["case"], f"{c['ours_ms']:.2f}", f"{c['torchviz_ms']:.2f}", f"{c['ratio']:.2f} x",
+                 f"{_ms(c['ours_layout_ms'])} / {_ms(c['torchviz_layout_ms'])}",
+                 f"{c['ours_shows']['op nodes']} ops, {c['ours_shows']['leaf nodes']} leaves, "
+                 f"{c['ours_shows']['saved tensors (slot, shape, dtype, bytes, held/freed)']} saved "
+                 f"({c['ours_shows']['saved bytes']:,} B), "
+                 f"{c['ours_shows']['non-tensor saved values']} values",
+                 f"{c['torchviz_shows']['nodes']} nodes, "
+                 f"{c['torchviz_shows']['saved-tensor nodes (name, shape)']} saved (no bytes, no state)"]
+                for c in r["cases"]]
+        parts.append("Renderer: graph description, ours (snapshot + to_dot) vs torchviz make_dot(show_saved=True)")
+        parts.append(table(rows, ["graph", "ours ms", "torchviz ms", "ratio", "layout ms ours/tv",
+                                  "ours shows", "torchviz shows"]))
+        rows = [[c["case"], f"{c['ours_ms']:.1f} ms", c["ours"], c["torchviz"]] for c in r["special"]]
+        parts.append(table(rows, ["case", "ours", "ours shows", "torchviz"]))
+    if "depth" in res:
+        rows = [[f"{d['depth']:,}", f"{d['capped_ms']:.2f}", _ms(d['capped_layout_ms']),
+                 "-" if d["uncapped_ms"] is None else f"{d['uncapped_ms']:.1f}",
+                 "RecursionError" if d["torchviz_ms"] is None else f"{d['torchviz_ms']:.1f}"]
+                for d in res["depth"]["rows"]]
+        parts.append(f"Depth scaling (plot: {res['depth']['plot']})")
+        parts.append(table(rows, ["depth", "ours capped ms", "+ layout ms", "ours uncapped ms", "torchviz ms"]))
+    if "repeat" in res:
+        rp = res["repeat"]
+        rows = [[r["run"], r["mode"], r["exit"], f"{r['wall_s']:.1f} s", r["summary"]] for r in rp["runs"]]
+        parts.append(f"Repeatability: all passed: {rp['all_passed']}; committed notebooks unchanged: "
+                     f"{rp['committed_notebooks_unchanged']}")
+        parts.append(table(rows, ["run", "mode", "exit", "wall", "summary"]))
+    return "\n\n".join(parts)
+
+
+def check(res) -> list:
+    """Generous assertions on the ratios (targets: suite <= 1.5 x floor, renderer <= 1.0 x torchviz)."""
+    problems = []
+    if "suite" in res:
+        if res["suite"]["exit"] != 0:
+            problems.append(f"the suite failed: {res['suite']['summary']}")
+        ratio = res["suite"]["wall_s"] / res["floor"]["total_s"]
+        if ratio > 2.5:
+            problems.append(f"suite/floor = {ratio:.2f} (> 2.5, target 1.5)")
+    if "renderer" in res:
+        for c in res["renderer"]["cases"]:
+            if c["ratio"] > 1.5:
+                problems.append(f"renderer {c['case']}: {c['ratio']:.2f} x torchviz (> 1.5, target 1.0)")
+    if "repeat" in res and not (res["repeat"]["all_passed"] and res["repeat"]["committed_notebooks_unchanged"]):
+        problems.append("repeat runs: not all passed, or committed outputs changed")
+    return problems
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--only", choices=["suite", "renderer", "depth"], action="append",
+                    help="run only these parts (repeatable); default: all three")
+    ap.add_argument("--repeat", type=int, metavar="N", default=0,
+                    help="also run the full suite N times under xdist and once serially")
+    ap.add_argument("--check", action="store_true", help="exit 1 when a ratio misses its target by a wide margin")
+    ap.add_argument("--json", default=str(BUILD / "bench.json"))
+    args = ap.parse_args(argv)
+    parts = args.only or (["suite", "renderer", "depth"] if not args.repeat else [])
+    res = {"machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
+                       "load_before": os.getloadavg()[0] if hasattr(os, "getloadavg") else None},
+           "started": time.strftime("%Y-%m-%d %H:%M:%S")}
+    if "suite" in parts:
+        say(f"floor: {len(NOTEBOOKS)} kernel start(s) + import torch ...")
+        res["floor"] = kernel_floor(max(1, len(NOTEBOOKS)))
+        say(f"  {res['floor']['total_s']:.1f} s")
+        say("suite: " + " ".join(SUITE_CMD[1:]) + " ...")
+        res["suite"] = run_suite()
+        say(f"  {res['suite']['wall_s']:.1f} s, exit {res['suite']['exit']}: {res['suite']['summary']}")
+    if "renderer" in parts or "depth" in parts:
+        import torch
+
+        from helpers import walk
+
+        res["machine"]["torch"] = torch.__version__
+    if "renderer" in parts:
+        say("renderer vs torchviz ...")
+        res["renderer"] = renderer_bench()
+    if "depth" in parts:
+        say("depth scaling ...")
+        res["depth"] = depth_bench(BUILD / "bench_depth.png")
+    if args.repeat:
+        say(f"repeatability: {args.repeat} x xdist + 1 x serial ...")
+        res["repeat"] = repeat_suite(args.repeat)
+    res["machine"]["load_after"] = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+    text = report(res)
+    say("\n" + text)
+    path = pathlib.Path(args.json)
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(json.dumps(res, indent=1, default=str))
+    say(f"\nsaved {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}")
+    if args.check:
+        problems = check(res)
+        for p in problems:
+            say("CHECK FAILED: " + p)
+        return 1 if problems else 0
+    if "repeat" in res and not res["repeat"]["all_passed"]:
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
