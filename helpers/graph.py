@@ -18,8 +18,7 @@ from . import render
 from .walk import Snapshot, fmt_bytes, fmt_shape, snapshot
 
 
-STATE_WORDS = {"held": "held", "freed": "FREED", "value": "value",
-               "modified": "MODIFIED", "unreadable": "UNREADABLE"}
+STATE_WORDS = {"held": "held", "freed": "FREED", "value": "value", "unreadable": "UNREADABLE"}
 
 
 def describe(snap: Snapshot) -> str:
@@ -43,7 +42,7 @@ def describe(snap: Snapshot) -> str:
         lines.append(f"{t.role} {t.name} {fmt_shape(t.shape)} {t.dtype} {kept}")
     n = snap.count_by_state()
     b = snap.bytes_by_state()
-    other = "".join(f", {n[k]} {k} ({fmt_bytes(b[k])})" for k in ("modified", "unreadable") if k in n)
+    other = f", {n['unreadable']} unreadable" if "unreadable" in n else ""
     lines.append(f"saved tensors: {n['held']} held ({fmt_bytes(b['held'])}), "
                  f"{n['freed']} freed ({fmt_bytes(b['freed'])}){other}")
     if snap.truncated:
@@ -116,6 +115,11 @@ def changes(before: Snapshot, after: Snapshot) -> str:
                      + ", ".join(f"{op.name}.{s.slot}" for op, s in freed))
     else:
         lines.append("freed nothing")
+    stale = [(op, s) for op in after.ops.values() for s in op.saved
+             if s.modified and not (old.get((op.id, s.slot)) and old[(op.id, s.slot)].modified)]
+    if stale:
+        lines.append(f"modified in place since saved: {len(stale)} saved tensor(s): "
+                     + ", ".join(f"{op.name}.{s.slot} ({s.modified})" for op, s in stale))
     grads_before = {t.name: t.grad for t in before.tensors.values()}
     for t in after.tensors.values():
         if t.grad != grads_before.get(t.name) and (t.role == "leaf" or t.retains_grad):

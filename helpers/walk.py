@@ -9,6 +9,7 @@ what `backward()` without `retain_graph=True` does to every tensor it saved.
 """
 from __future__ import annotations
 
+import re
 from collections import Counter, deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -32,28 +33,25 @@ class Saved:
 
     slot: str              # 'self', 'other', 'result', 'saved_tensors[0]', 'exponent', ...
     is_tensor: bool
-    state: str             # tensors: 'held', 'freed', 'modified' (changed in place after it was
-                           # saved: backward will raise) or 'unreadable'; non-tensors: 'value'
+    state: str             # 'held' or 'freed' for tensors ('unreadable' if reading it raised
+                           # anything else), 'value' for non-tensors
     shape: tuple | None = None
     dtype: str | None = None
     nbytes: int | None = None
     alias: str | None = None   # a named tensor sharing this storage ('a', 'c', ...)
     value: str | None = None   # printed form of a non-tensor value
+    modified: str | None = None  # held, but changed in place since saved: "version 1 -> 2"
 
     def describe(self) -> str:
         if not self.is_tensor:
             return f"{self.slot} = {self.value}"
-        note = STATE_NOTES.get(self.state, "")
+        stale = f" MODIFIED IN PLACE since saved ({self.modified})" if self.modified else ""
         if self.state == "unreadable":
-            note = f" (reading it raised {self.value})"
+            stale = f" (reading it raised {self.value})"
         if self.shape is None:
-            return f"{self.slot}: size unknown{note}"
+            return f"{self.slot}: size unknown{stale}"
         alias = f" (= {self.alias})" if self.alias else ""
-        return f"{self.slot}{alias}: {fmt_shape(self.shape)} {self.dtype} {fmt_bytes(self.nbytes)}{note}"
-
-
-# What a state other than held/freed means, in the text form.
-STATE_NOTES = {"modified": " (changed in place after it was saved: backward will raise)"}
+        return f"{self.slot}{alias}: {fmt_shape(self.shape)} {self.dtype} {fmt_bytes(self.nbytes)}{stale}"
 
 
 @dataclass
@@ -100,14 +98,14 @@ class Snapshot:
                     yield op, s
 
     def bytes_by_state(self) -> dict:
-        """{"held": bytes, "freed": bytes}, plus "modified"/"unreadable" only when present."""
+        """{"held": bytes, "freed": bytes}, plus "unreadable" only when present."""
         out = {"held": 0, "freed": 0}
         for _, s in self.saved_tensors():
             out[s.state] = out.get(s.state, 0) + (s.nbytes or 0)
         return out
 
     def count_by_state(self) -> dict:
-        """{"held": n, "freed": n}, plus "modified"/"unreadable" only when present."""
+        """{"held": n, "freed": n}, plus "unreadable" only when present."""
         out = {"held": 0, "freed": 0}
         for _, s in self.saved_tensors():
             out[s.state] = out.get(s.state, 0) + 1
@@ -175,13 +173,27 @@ def _is_freed_error(err: RuntimeError) -> bool:
     return "freed" in text or "backward through the graph a second time" in text
 
 
+_VERSIONS = re.compile(r"is at version (\d+); expected version (\d+)")
+
+
+def _modified_note(err: RuntimeError):
+    """'version 1 -> 2' when reading a saved tensor failed because it was changed in place."""
+    m = _VERSIONS.search(str(err))
+    if "modified by an inplace operation" not in str(err) or m is None:
+        return None
+    return f"version {m.group(2)} -> {m.group(1)}"
+
+
 def _unreadable_state(err: Exception) -> tuple:
-    """(state, note) for a saved tensor whose reading raised `err`."""
+    """(state, note) for a saved tensor whose reading raised `err`: ('held', 'version 0 -> 1')
+    when it was changed in place since saved (still in memory; backward would raise),
+    ('freed', None), or ('unreadable', what was raised)."""
     if isinstance(err, RuntimeError):
         if _is_freed_error(err):
             return "freed", None
-        if "modified by an inplace operation" in str(err):
-            return "modified", None
+        note = _modified_note(err)
+        if note is not None:
+            return "held", note
     first = str(err).strip().splitlines()[0] if str(err).strip() else ""
     note = type(err).__name__ + (": " + first[:60] + ("..." if len(first) > 60 else "") if first else "")
     return "unreadable", note
@@ -224,15 +236,13 @@ def _read_saved(fn, storages) -> list:
         except Exception as err:  # freed by backward, changed in place, or a saved-tensor hook failed
             state, note = _unreadable_state(err)
             prev = [s for k, s in known.items() if k == slot or k.startswith(slot + "[")]
-            raw = _raw_saved(fn, attr) if state == "modified" and not prev else None
-            if raw is not None:  # still in memory, only unreadable: size it from the raw record
-                t = _tensor_saved(slot, raw, storages)
-                out.append(Saved(slot, True, state, t.shape, t.dtype, t.nbytes, t.alias))
-            elif prev:
-                out.extend(Saved(p.slot, True, state, p.shape, p.dtype, p.nbytes, p.alias, note)
+            modified = note if state == "held" else None
+            value = note if state == "unreadable" else None
+            if prev:
+                out.extend(Saved(p.slot, True, state, p.shape, p.dtype, p.nbytes, p.alias, value, modified)
                            for p in prev)
             else:
-                out.append(Saved(slot, True, state, value=note))
+                out.append(Saved(slot, True, state, value=value, modified=modified))
             continue
         if isinstance(value, torch.Tensor):
             out.append(_tensor_saved(slot, value, storages))
@@ -248,15 +258,6 @@ def _read_saved(fn, storages) -> list:
         else:
             out.append(Saved(slot=slot, is_tensor=False, state="value", value=_fmt_value(value)))
     return out
-
-
-def _raw_saved(fn, attr):
-    """The tensor behind `fn._raw_saved_x` without the version check, or None."""
-    try:
-        data = getattr(fn, "_raw" + attr).data
-    except Exception:
-        return None
-    return data if isinstance(data, torch.Tensor) else None
 
 
 def _fmt_value(v) -> str:

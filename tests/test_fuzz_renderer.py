@@ -364,9 +364,9 @@ def shown_saved_states(snap):
     """The same multiset, from what the snapshot shows."""
     out = collections.Counter()
     for op in snap.ops.values():
-        held = sorted(s.slot for s in op.saved if s.is_tensor and s.state == "held")
-        unread = sorted({(s.slot.split("[")[0], s.state) for s in op.saved
-                         if s.is_tensor and s.state != "held"})
+        held = sorted(s.slot for s in op.saved if s.is_tensor and s.state == "held" and not s.modified)
+        unread = sorted({(s.slot.split("[")[0], "modified" if s.modified else s.state) for s in op.saved
+                         if s.is_tensor and (s.state != "held" or s.modified)})
         out[(op.name, tuple(held), tuple(unread))] += 1
     return out
 
@@ -400,7 +400,7 @@ def check_picture(roots, names, cap, svg=False):
         STATS["laid out as SVG"] += 1
     STATS["pictures"] += 1
     for _, s in snap.saved_tensors():
-        STATS["saved " + s.state] += 1
+        STATS["saved " + ("modified in place" if s.modified else s.state)] += 1
     return pic
 
 
