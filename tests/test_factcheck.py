@@ -10,8 +10,9 @@ def test_records_verdicts_and_tables(capsys):
         c.verdict("false", "because")
     assert capsys.readouterr().out == "[x-1] FALSE: because\n"
     assert ledger.counts() == {"true": 0, "false": 1, "partly": 0}
-    md = ledger.table().data
-    assert "| x-1 | 000 | a \\| b | **false** | because | [01](01_x.ipynb) |" in md
+    table = ledger.table()
+    assert "| x-1 | 000 | a \\| b | **false** | because | [01](01_x.ipynb) |" in table._repr_markdown_()
+    assert repr(table) == "x-1    false        a | b"
 
 
 def test_failing_or_silent_claims_are_not_recorded():
