@@ -91,6 +91,8 @@ class SavedStorages:
     ReLU and by the next Linear is one buffer). Like every `saved_tensors_hooks` user,
     it does not see Python numbers that an op saved as 0-d tensors (`x * 2` saves the 2).
     Hooks do not nest: inside another `saved_tensors_hooks` block only the innermost counts.
+    Use it to measure, not to train: with any pack hook, autograd no longer detects an in-place
+    change to a saved tensor (the 'modified by an inplace operation' error does not fire).
     """
 
     def __init__(self):

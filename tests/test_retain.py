@@ -117,3 +117,13 @@ def test_retained_graphs_kept_in_a_list_add_up():
     kept.clear()
     del loss
     assert st.alive_nbytes == held_elsewhere
+
+
+def test_measuring_blocks_disable_the_inplace_check_documented_caveat():
+    w = torch.tensor([1.0, 2.0], requires_grad=True)
+    with SavedStorages():
+        h = w.exp()
+        out = h.sum()
+    h.add_(1)
+    out.backward()                     # no "modified by an inplace operation" error under hooks
+    assert w.grad is not None
