@@ -31,7 +31,9 @@ class SavedBytes:
             self._storages[key] = max(self._storages.get(key, 0), t.untyped_storage().nbytes())
         except Exception:
             pass
-        return t
+        # A detached alias, not `t`: a saved output would otherwise hold its own grad_fn
+        # and the cycle would keep a retained graph alive after its tensors are deleted.
+        return t.detach()
 
     @property
     def unique_nbytes(self) -> int:
