@@ -111,6 +111,11 @@ def changes(before: Snapshot, after: Snapshot) -> str:
                      + ", ".join(f"{op.name}.{s.slot}" for op, s in freed))
     else:
         lines.append("freed nothing")
+    stale = [(op, s) for op in after.ops.values() for s in op.saved
+             if s.modified and not (old.get((op.id, s.slot)) and old[(op.id, s.slot)].modified)]
+    if stale:
+        lines.append(f"modified in place since saved: {len(stale)} saved tensor(s): "
+                     + ", ".join(f"{op.name}.{s.slot} ({s.modified})" for op, s in stale))
     grads_before = {t.name: t.grad for t in before.tensors.values()}
     for t in after.tensors.values():
         if t.grad != grads_before.get(t.name) and (t.role == "leaf" or t.retains_grad):

@@ -24,6 +24,7 @@ FREED = "#c0392b"
 HELD = "#1e6b30"
 VALUE = "#666666"
 HIGHLIGHT = "#ffb703"
+MODIFIED = "#b35c00"
 
 LEGEND = ("blue: leaf tensor (its .grad)   grey: op, with the tensors it saved for backward   "
           "green: named tensor   red, struck through: saved tensor freed by backward")
@@ -47,6 +48,12 @@ def _op_label(op, highlight=False) -> str:
             size = (f" = {s.alias}" if s.alias else "") + size
             rows.append(f'<TR><TD ALIGN="LEFT"><FONT COLOR="{FREED}" POINT-SIZE="10">'
                         f'<S>saved {esc(s.slot)}{esc(size)}</S>&#160;&#160;<B>FREED</B></FONT></TD></TR>')
+        elif s.is_tensor and s.modified:  # held, but changed in place since it was saved
+            alias = f" = {s.alias}" if s.alias else ""
+            size = "" if s.shape is None else f": {fmt_shape(s.shape)} {s.dtype} {fmt_bytes(s.nbytes)}"
+            rows.append(f'<TR><TD ALIGN="LEFT"><FONT COLOR="{MODIFIED}" POINT-SIZE="10">'
+                        f'saved {esc(s.slot)}{esc(alias)}{esc(size)}<BR ALIGN="LEFT"/>'
+                        f'<B>MODIFIED IN PLACE since saved ({esc(s.modified)})</B></FONT></TD></TR>')
         elif s.is_tensor:
             alias = f" = {s.alias}" if s.alias else ""
             rows.append(f'<TR><TD ALIGN="LEFT"><FONT COLOR="{HELD}" POINT-SIZE="10">'

@@ -9,6 +9,7 @@ what `backward()` without `retain_graph=True` does to every tensor it saved.
 """
 from __future__ import annotations
 
+import re
 from collections import Counter, deque
 from dataclasses import dataclass, field
 
@@ -34,14 +35,16 @@ class Saved:
     nbytes: int | None = None
     alias: str | None = None   # a named tensor sharing this storage ('a', 'c', ...)
     value: str | None = None   # printed form of a non-tensor value
+    modified: str | None = None  # held, but changed in place since saved: "version 1 -> 2"
 
     def describe(self) -> str:
         if not self.is_tensor:
             return f"{self.slot} = {self.value}"
+        stale = f" MODIFIED IN PLACE since saved ({self.modified})" if self.modified else ""
         if self.shape is None:
-            return f"{self.slot}: size unknown"
+            return f"{self.slot}: size unknown{stale}"
         alias = f" (= {self.alias})" if self.alias else ""
-        return f"{self.slot}{alias}: {fmt_shape(self.shape)} {self.dtype} {fmt_bytes(self.nbytes)}"
+        return f"{self.slot}{alias}: {fmt_shape(self.shape)} {self.dtype} {fmt_bytes(self.nbytes)}{stale}"
 
 
 @dataclass
@@ -158,6 +161,17 @@ def _is_freed_error(err: RuntimeError) -> bool:
     return "freed" in text or "backward through the graph a second time" in text
 
 
+_VERSIONS = re.compile(r"is at version (\d+); expected version (\d+)")
+
+
+def _modified_note(err: RuntimeError):
+    """'version 1 -> 2' when reading a saved tensor failed because it was changed in place."""
+    m = _VERSIONS.search(str(err))
+    if "modified by an inplace operation" not in str(err) or m is None:
+        return None
+    return f"version {m.group(2)} -> {m.group(1)}"
+
+
 def _tensor_saved(slot, t, storages) -> Saved:
     key = _storage_key(t)
     return Saved(slot=slot, is_tensor=True, state="held", shape=tuple(t.shape),
@@ -192,6 +206,12 @@ def _read_saved(fn, storages) -> list:
         try:
             value = getattr(fn, attr)
         except RuntimeError as err:
+            note = _modified_note(err)
+            if note is not None:  # still held, but backward through this node would raise
+                prev = [s for k, s in known.items() if k == slot or k.startswith(slot + "[")]
+                out.extend([Saved(p.slot, True, "held", p.shape, p.dtype, p.nbytes, p.alias, modified=note)
+                            for p in prev] or [Saved(slot, True, "held", modified=note)])
+                continue
             if not _is_freed_error(err):
                 raise
             prev = [s for k, s in known.items() if k == slot or k.startswith(slot + "[")]
