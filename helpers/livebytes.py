@@ -13,6 +13,9 @@
 tensor being released (a backward without `retain_graph`, or the graph being dropped), so
 it can say how long the bytes live. Counting is by reference, like `SavedBytes.nbytes`:
 a tensor saved by two ops counts twice. Exact and deterministic: sizes come from shapes.
+
+Use it to measure, not to train: under any saved-tensor pack hook, autograd no longer
+detects an in-place change to a saved tensor (no "modified by an inplace operation" error).
 """
 from __future__ import annotations
 
@@ -43,7 +46,9 @@ class LiveSaved:
 
     def _pack(self, t: torch.Tensor):
         n = t.numel() * t.element_size()
-        box = _Packed(t)
+        # A detached alias (same memory), not `t`: a saved output would otherwise hold its own
+        # grad_fn, and that reference cycle would keep the graph alive after it is dropped.
+        box = _Packed(t.detach())
         weakref.finalize(box, self._release, n)
         self.nbytes += n
         self.count += 1

@@ -68,3 +68,23 @@ def test_timeline_figure():
                           marks={"a": [(2, "end", "right")], "b": [(0, "start")]})
     assert len(fig.axes) == 1 and len(fig.axes[0].lines) == 2
     assert sorted(t.get_text() for t in fig.axes[0].texts) == ["end", "start"]
+
+
+def test_saved_output_does_not_keep_a_dropped_graph_alive():
+    x = torch.ones(4, requires_grad=True)
+    with LiveSaved() as live:
+        y = x.tanh().sum()             # tanh saves its own output
+    assert live.nbytes == 16
+    del y                              # no backward: the graph just goes away
+    assert live.nbytes == 0            # no reference cycle through the packed output, no gc needed
+
+
+def test_measure_only_the_inplace_check_is_off_under_hooks():
+    w = torch.ones(3, requires_grad=True)
+    with LiveSaved():
+        v = w * 1.0
+        out = (v * v).sum()
+    with torch.no_grad():
+        v.add_(1)                      # without hooks the backward below would raise
+    out.backward()                     # documented: pack hooks disable the version check
+    assert torch.equal(w.grad, torch.full((3,), 4.0))
