@@ -113,6 +113,9 @@ class SavedBytes(_Hooks):
     how many references the graph holds), a view counts its own elements.
     `unique_nbytes` counts each storage once, at its full size. Running totals: releases
     are not subtracted (for that, see `LiveSaved`).
+
+    It misses what the hooks miss (module docstring): a Python number saved as a wrapped
+    0-d tensor (`x * 2`) is not counted; `helpers.walk.snapshot` lists it.
     """
 
     def __init__(self):
@@ -187,7 +190,10 @@ class LiveSaved(_Hooks):
         self.per = per
         self._excluded = {}                 # id(storage) -> weak reference to it
         for t in exclude:
-            s = t.untyped_storage()
+            try:
+                s = t.untyped_storage()
+            except Exception:  # storage-less: nothing of it is ever counted by storage
+                continue
             self._excluded[id(s)] = weakref.ref(s)
         self._by_id: dict = {}              # id(storage) -> _Storage (ids are reused after death)
         self._storages: list = []           # every distinct storage saved, in order

@@ -75,6 +75,22 @@ def test_hooks_do_not_nest_the_innermost_counts():
     assert inner.count == 1 and outer.count == 1
 
 
+@pytest.mark.parametrize("make", [SavedBytes, LiveSaved], ids=["SavedBytes", "LiveSaved"])
+def test_higher_order_gradients_unchanged(make):
+    def run(hooks):
+        x = torch.tensor([1.0, 2.0], requires_grad=True)
+        with hooks or torch.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t):
+            h = x * 2
+            y = (h ** 3).sum() + x.exp().sum()       # pow saves a non-leaf, exp its own output
+        g, = torch.autograd.grad(y, x, create_graph=True)
+        g2, = torch.autograd.grad(g.sum(), x)
+        return g, g2, snapshot(y).count_by_state()
+
+    plain, hooked = run(None), run(make())
+    assert torch.equal(plain[0], hooked[0]) and torch.equal(plain[1], hooked[1])
+    assert plain[2] == hooked[2]       # the double backward freed the same saved tensors
+
+
 # -- LiveSaved: per storage (the default) -------------------------------------------------
 def mlp():
     torch.manual_seed(0)
