@@ -102,6 +102,59 @@ class _Hooks:
         return ctx.__exit__(*exc)
 
 
+class _Storage:
+    """One distinct storage of saved tensors."""
+
+    __slots__ = ("ref", "nbytes", "excluded", "held")
+
+    def __init__(self, ref, nbytes: int, excluded: bool):
+        self.ref = ref              # weak reference to the storage (None: storage-less tensor)
+        self.nbytes = nbytes
+        self.excluded = excluded
+        self.held = 0               # saved-tensor references to it that graphs hold now
+
+    @property
+    def alive(self) -> bool:
+        return self.held > 0 if self.ref is None else self.ref() is not None
+
+
+class _Storages:
+    """Every distinct storage saved, in order: one entry per storage, however many saved
+    tensors (views, or the same tensor saved by two ops) share it. Storages are told apart
+    by identity through weak references, so a dead storage's id or address, reused by a new
+    one, is not mistaken for it; and nothing is kept alive."""
+
+    def __init__(self, exclude=()):
+        self._excluded = {}                 # id(storage) -> weak reference to it
+        for t in exclude:
+            try:
+                s = t.untyped_storage()
+            except Exception:  # storage-less: nothing of it is ever counted by storage
+                continue
+            self._excluded[id(s)] = weakref.ref(s)
+        self._by_id: dict = {}              # id(storage) -> its latest _Storage
+        self.entries: list = []
+
+    def entry(self, t: torch.Tensor):
+        """(the _Storage of t's storage, whether it is new)."""
+        try:
+            s = t.untyped_storage()
+        except Exception:  # storage-less tensors (sparse, ...): one entry per saved tensor
+            entry = _Storage(None, tensor_nbytes(t), excluded=False)
+        else:
+            entry = self._by_id.get(id(s))
+            if entry is not None and entry.ref() is s:
+                return entry, False
+            ex = self._excluded.get(id(s))
+            entry = _Storage(weakref.ref(s), s.nbytes(), excluded=ex is not None and ex() is s)
+            self._by_id[id(s)] = entry
+        self.entries.append(entry)
+        return entry, True
+
+    def nbytes(self) -> int:
+        return sum(e.nbytes for e in self.entries if not e.excluded)
+
+
 class SavedBytes(_Hooks):
     """Counts every tensor saved for backward while the block runs.
 
@@ -121,39 +174,19 @@ class SavedBytes(_Hooks):
     def __init__(self):
         self.count = 0
         self.nbytes = 0
-        self._storages = {}
+        self._storages = _Storages()
 
     def _on_save(self, t):
         self.count += 1
         self.nbytes += tensor_nbytes(t)
-        try:
-            s = t.untyped_storage()
-            self._storages[s.data_ptr()] = max(self._storages.get(s.data_ptr(), 0), s.nbytes())
-        except Exception:  # storage-less tensors (sparse, ...): not in unique_nbytes
-            pass
+        self._storages.entry(t)
 
     @property
     def unique_nbytes(self) -> int:
-        return sum(self._storages.values())
+        return self._storages.nbytes()
 
     def __repr__(self) -> str:
         return f"SavedBytes(count={self.count}, nbytes={self.nbytes}, unique_nbytes={self.unique_nbytes})"
-
-
-class _Storage:
-    """One distinct storage saved inside a LiveSaved block."""
-
-    __slots__ = ("ref", "nbytes", "excluded", "held")
-
-    def __init__(self, ref, nbytes: int, excluded: bool):
-        self.ref = ref              # weak reference to the storage (None: storage-less tensor)
-        self.nbytes = nbytes
-        self.excluded = excluded
-        self.held = 0               # saved-tensor references to it that graphs hold now
-
-    @property
-    def alive(self) -> bool:
-        return self.held > 0 if self.ref is None else self.ref() is not None
 
 
 class LiveSaved(_Hooks):
@@ -188,15 +221,7 @@ class LiveSaved(_Hooks):
         if per not in ("storage", "reference"):
             raise ValueError(f"per must be 'storage' or 'reference', not {per!r}")
         self.per = per
-        self._excluded = {}                 # id(storage) -> weak reference to it
-        for t in exclude:
-            try:
-                s = t.untyped_storage()
-            except Exception:  # storage-less: nothing of it is ever counted by storage
-                continue
-            self._excluded[id(s)] = weakref.ref(s)
-        self._by_id: dict = {}              # id(storage) -> _Storage (ids are reused after death)
-        self._storages: list = []           # every distinct storage saved, in order
+        self._storages = _Storages(exclude)
         self.count = 0
         self.nbytes = 0
         self.recorded = 0
@@ -205,25 +230,8 @@ class LiveSaved(_Hooks):
         self.samples: list = []
 
     # -- bookkeeping, called by the holders ------------------------------------------
-    def _storage(self, t) -> _Storage:
-        try:
-            s = t.untyped_storage()
-        except Exception:  # storage-less tensors (sparse, ...): one entry per saved tensor
-            entry = _Storage(None, tensor_nbytes(t), excluded=False)
-        else:
-            entry = self._by_id.get(id(s))
-            if entry is not None and entry.ref() is s:
-                return entry
-            ex = self._excluded.get(id(s))
-            entry = _Storage(weakref.ref(s), s.nbytes(), excluded=ex is not None and ex() is s)
-            self._by_id[id(s)] = entry
-        self._storages.append(entry)
-        if self.per == "storage" and not entry.excluded:
-            self.total += entry.nbytes
-        return entry
-
     def _on_save(self, t):
-        entry = self._storage(t)
+        entry, new = self._storages.entry(t)
         entry.held += 1
         self.count += 1
         self.recorded += 1
@@ -234,6 +242,7 @@ class LiveSaved(_Hooks):
             self.total += size
         else:
             size = entry.nbytes if entry.held == 1 else 0
+            self.total += entry.nbytes if new else 0
         self.nbytes += size
         self.peak = max(self.peak, self.nbytes)
         return entry, size
@@ -251,17 +260,17 @@ class LiveSaved(_Hooks):
     @property
     def storages(self) -> int:
         """Distinct storages saved inside the block(s), ever."""
-        return len(self._storages)
+        return len(self._storages.entries)
 
     @property
     def alive_count(self) -> int:
         """Saved storages still in memory now (held by a graph or by anything else)."""
-        return sum(e.alive for e in self._storages)
+        return sum(e.alive for e in self._storages.entries)
 
     @property
     def alive_nbytes(self) -> int:
         """Their bytes (storages of `exclude`d tensors count zero)."""
-        return sum(e.nbytes for e in self._storages if e.alive and not e.excluded)
+        return sum(e.nbytes for e in self._storages.entries if e.alive and not e.excluded)
 
     # -- timeline ----------------------------------------------------------------------
     def mark(self, label: str) -> int:

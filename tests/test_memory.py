@@ -187,6 +187,19 @@ def test_per_storage_counts_a_buffer_saved_twice_once():
     assert by_storage.total == by_storage.peak and by_storage.storages == 2
 
 
+def test_a_shared_buffer_is_released_when_its_last_holder_goes_in_any_order():
+    x = torch.ones(4, requires_grad=True)
+    with LiveSaved() as live:
+        b = x.exp()                    # ExpBackward0 saves b (first)
+        d = b.sin().sum()              # SinBackward0 saves b (second): one buffer, 16 B
+        r = (b * 1.0).sum()            # saves no tensor
+    assert live.nbytes == 16 and live.count == 2
+    r.backward()                       # runs ExpBackward0: the first holder goes, sin still holds b
+    assert live.nbytes == 16 and live.count == 1
+    torch.autograd.grad(d, b)          # runs SinBackward0 only: the last holder goes
+    assert live.nbytes == 0 and live.count == 0
+
+
 def test_released_when_graph_is_dropped():
     with LiveSaved(per="reference") as live:
         h, l1, l2 = two_losses()
@@ -313,6 +326,16 @@ def test_storages_that_died_are_still_counted_when_their_id_is_reused():
     assert live.storages == 3 + 5 * 2 and live.total == held_elsewhere + 5 * per_step
     assert live.alive_nbytes == held_elsewhere and live.nbytes == 0
     assert live.peak == held_elsewhere + per_step
+
+
+def test_savedbytes_unique_storages_over_a_loop():
+    model, x, y = mlp_and_data()
+    with SavedBytes() as sb:
+        for _ in range(5):             # dead buffers' addresses and ids get reused: still new storages
+            F.mse_loss(model(x), y).backward()
+    per_step = (16 * 32 + 16 * 1) * 4
+    held_elsewhere = (x.numel() + model[2].weight.numel() + y.numel()) * 4
+    assert sb.count == 5 * 6 and sb.unique_nbytes == held_elsewhere + 5 * per_step
 
 
 def test_retained_graphs_kept_in_a_list_add_up():
