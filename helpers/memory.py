@@ -211,8 +211,8 @@ class LiveSaved(_Hooks):
           held at once, `storages` distinct storages saved.
     Memory: `alive_count` / `alive_nbytes`: saved storages still in memory now, held by a
           graph *or by anything else* (a parameter, your variable): weak references, which
-          keep nothing alive. After a backward, `alive_nbytes - nbytes` is memory the graph
-          let go of that did not come back, because someone else holds it.
+          keep nothing alive. After a backward (`nbytes` 0), `alive_nbytes` is what the graph
+          let go of that stayed in memory anyway, because someone else holds it.
     Timeline: `mark(label)` appends (label, nbytes) to `samples`; `with live.during(*roots)`
           marks each node of the roots' graph as the engine starts it.
     """
