@@ -9,6 +9,15 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 
 
+def _finish(fig, ax):
+    """The common look, then the figure, closed: displayed once, by the cell's result,
+    not again by the inline backend."""
+    ax.spines[["top", "right"]].set_visible(False)
+    fig.tight_layout()
+    plt.close(fig)
+    return fig
+
+
 def bars(values: dict, title: str, ylabel: str, fmt: str = "{:,.0f}", colors=None):
     """A bar chart of {label: number}, each bar labelled with its value."""
     fig, ax = plt.subplots(figsize=(6.4, 3.2), dpi=100)
@@ -19,11 +28,8 @@ def bars(values: dict, title: str, ylabel: str, fmt: str = "{:,.0f}", colors=Non
                     fontsize=9, xytext=(0, 2), textcoords="offset points")
     ax.set_title(title, fontsize=11)
     ax.set_ylabel(ylabel)
-    ax.spines[["top", "right"]].set_visible(False)
     ax.margins(y=0.15)
-    fig.tight_layout()
-    plt.close(fig)  # displayed once, by the cell's result, not again by the inline backend
-    return fig
+    return _finish(fig, ax)
 
 
 def lines(xs, series: dict, title: str, xlabel: str, ylabel: str, logx=False, logy=False):
@@ -40,10 +46,7 @@ def lines(xs, series: dict, title: str, xlabel: str, ylabel: str, logx=False, lo
     ax.set_ylabel(ylabel)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=9)
-    ax.spines[["top", "right"]].set_visible(False)
-    fig.tight_layout()
-    plt.close(fig)
-    return fig
+    return _finish(fig, ax)
 
 
 def timeline(series: dict, title: str, marks: dict | None = None,
@@ -72,7 +75,4 @@ def timeline(series: dict, title: str, marks: dict | None = None,
     ax.set_xlim(-1, longest + room * longest / 50)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=9, loc="lower left")
-    ax.spines[["top", "right"]].set_visible(False)
-    fig.tight_layout()
-    plt.close(fig)
-    return fig
+    return _finish(fig, ax)
