@@ -112,46 +112,6 @@ def grad_report(parts: dict) -> str:
     return "\n".join(lines)
 
 
-class LiveSaved:
-    """Counts the tensors saved for backward (while the block runs) that are still alive.
-
-        with LiveSaved() as live:
-            loss = model(x).sum()
-        live.count            # saved tensors the graph holds right now
-        loss.backward()
-        live.count            # 0: backward released them
-
-    Each saved tensor is packed in a small holder (`saved_tensors_hooks`); the count
-    goes down when autograd drops the holder: when backward frees it, or when the
-    graph that holds it is garbage-collected.
-    """
-
-    def __init__(self):
-        self.count = 0
-
-    def _pack(self, t):
-        return _Holder(self, t)
-
-    def __enter__(self):
-        self._ctx = torch.autograd.graph.saved_tensors_hooks(self._pack, lambda h: h.tensor)
-        self._ctx.__enter__()
-        return self
-
-    def __exit__(self, *exc):
-        return self._ctx.__exit__(*exc)
-
-
-class _Holder:
-    __slots__ = ("owner", "tensor")
-
-    def __init__(self, owner, tensor):
-        self.owner, self.tensor = owner, tensor
-        owner.count += 1
-
-    def __del__(self):
-        self.owner.count -= 1
-
-
 def show_images(x, y, n: int = 8):
     """The first `n` images with their labels, as a matplotlib figure (returned, not shown)."""
     import matplotlib.pyplot as plt

@@ -1,26 +1,20 @@
-"""What backward frees, where a second backward stops, and what memory a graph keeps alive.
+"""What backward frees, and where a second backward stops.
 
+    saved_states(snapshot(e))               # {'PowBackward0.self': 'freed', ...}
     with where_backward_stops(e) as stop:   # re-raises; `stop` says which node failed
         e.backward()
     stop.stopped_in                          # 'MulBackward0'
 
-    with SavedStorages() as st:              # weak references to every saved tensor's storage
-        loss = model(x).pow(2).mean()
-    loss.backward()
-    st.alive_nbytes                          # storage still alive: held by someone else
-
-Both work through public hooks (`Node.register_prehook` / `register_hook`,
-`torch.autograd.graph.saved_tensors_hooks`) and change nothing the graph does.
+`where_backward_stops` works through public node hooks (`Node.register_prehook` /
+`register_hook`) and changes nothing the graph does. (What memory a graph keeps alive:
+`helpers.memory.LiveSaved`.)
 """
 from __future__ import annotations
 
 import contextlib
-import weakref
-
-import torch
 
 from .trace import reachable_nodes
-from .walk import Snapshot, fmt_bytes
+from .walk import Snapshot
 
 
 def saved_states(snap: Snapshot) -> dict:
@@ -77,67 +71,3 @@ def where_backward_stops(*roots):
     finally:
         for h in handles:
             h.remove()
-
-
-# --------------------------------------------------------------------------------
-class SavedStorages:
-    """Weak references to the storage of every tensor saved for backward in the block.
-
-    A storage is *alive* while anything holds it: the graph (until backward frees its
-    saved tensors), the model (parameters), your own variables (inputs, named outputs).
-    `alive_nbytes` after a backward is therefore memory that backward did not give back.
-
-    Each storage is counted once, however many ops saved it (a ReLU output saved by
-    ReLU and by the next Linear is one buffer). Like every `saved_tensors_hooks` user,
-    it does not see Python numbers that an op saved as 0-d tensors (`x * 2` saves the 2).
-    Hooks do not nest: inside another `saved_tensors_hooks` block only the innermost counts.
-    Use it to measure, not to train: with any pack hook, autograd no longer detects an in-place
-    change to a saved tensor (the 'modified by an inplace operation' error does not fire).
-    """
-
-    def __init__(self):
-        self._entries: list = []    # (weakref to storage, nbytes), one per distinct storage
-        self._index: dict = {}      # id(storage) -> position in _entries (ids are reused after death)
-        self.references = 0         # how many times a tensor was saved (with repeats)
-
-    def _pack(self, t: torch.Tensor):
-        self.references += 1
-        s = t.untyped_storage()
-        i = self._index.get(id(s))
-        if i is None or self._entries[i][0]() is not s:
-            self._index[id(s)] = len(self._entries)
-            self._entries.append((weakref.ref(s), s.nbytes()))
-        # Not `return t`: a saved *output* holds its grad_fn, the node holds the packed
-        # object, and that cycle (through C++) would keep a retained graph alive after
-        # its tensors are deleted. A detached alias shares the storage without the cycle.
-        return t.detach()
-
-    def __enter__(self):
-        self._ctx = torch.autograd.graph.saved_tensors_hooks(self._pack, lambda t: t)
-        self._ctx.__enter__()
-        return self
-
-    def __exit__(self, *exc):
-        return self._ctx.__exit__(*exc)
-
-    @property
-    def count(self) -> int:
-        """Distinct storages saved."""
-        return len(self._entries)
-
-    @property
-    def nbytes(self) -> int:
-        """Bytes of the distinct storages saved (each counted once)."""
-        return sum(n for _, n in self._entries)
-
-    @property
-    def alive_count(self) -> int:
-        return sum(ref() is not None for ref, _ in self._entries)
-
-    @property
-    def alive_nbytes(self) -> int:
-        return sum(n for ref, n in self._entries if ref() is not None)
-
-    def __repr__(self) -> str:
-        return (f"{self.count} saved storages, {fmt_bytes(self.nbytes)}; "
-                f"alive now: {self.alive_count} ({fmt_bytes(self.alive_nbytes)})")

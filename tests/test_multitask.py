@@ -1,9 +1,8 @@
-"""Unit tests of helpers.multitask: the cat/car data and network, LiveSaved, gradient reports."""
+"""Unit tests of helpers.multitask: the cat/car data and network, gradient reports."""
 import torch
 import torch.nn.functional as F
 
-from helpers.multitask import (CAR, CAT, CatCarNet, LiveSaved, accuracy, grad_report, grads, make_images,
-                               show_images, sprite)
+from helpers.multitask import CAR, CAT, CatCarNet, accuracy, grad_report, grads, make_images, show_images, sprite
 
 
 def test_images_are_seeded_and_labelled():
@@ -46,21 +45,6 @@ def test_grads_and_report_tell_none_from_filled():
     report = grad_report({"trunk": net.trunk, "cat": net.cat, "car": net.car}).splitlines()
     assert report[2] == "car    6 tensors: grad None"
     assert report[0].startswith("trunk  6 tensors: grad filled, norm ")
-
-
-def test_live_saved_counts_what_backward_and_gc_release():
-    a = torch.tensor([1.0, 2.0], requires_grad=True)
-    with LiveSaved() as live:
-        b = a.exp()            # saves its result
-        c = (b * a).sum()      # saves b and a
-        d = (a * a).sum()      # saves a twice
-    assert live.count == 5
-    c.backward(retain_graph=True)
-    assert live.count == 5
-    c.backward()
-    assert live.count == 2     # only d's graph is left
-    del d
-    assert live.count == 0
 
 
 def test_accuracy_and_figure():
