@@ -164,7 +164,8 @@ def rewrite_links(text: str, items, out: pathlib.Path, copied: set) -> str:
 
 
 def index_page(items) -> str:
-    body = MarkdownWithMath(renderer=MathMLRenderer(escape=False)).render(nav.contents_page(items))
+    body = MarkdownWithMath(renderer=MathMLRenderer(escape=False, exclude_anchor_links=True)).render(
+        nav.contents_page(items))
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1.0\">"
             "<title>Backward Twice: contents</title><style>"
