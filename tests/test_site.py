@@ -97,6 +97,36 @@ def test_navigation_bars_follow_the_notebook_order(site):
         assert nxt == ([pages[i + 1]] * 2 if i + 1 < len(pages) else []), name
 
 
+def test_committed_outputs_have_no_dead_widget_views():
+    """scripts/regen.py drops widget views that have a static form (their state is not saved, so
+    JupyterLab could only say 'model not found'); outputs saved from JupyterLab would keep them."""
+    for nb_path in NOTEBOOKS:
+        nb = nbformat.read(nb_path, as_version=4)
+        for cell in nb.cells:
+            for out in cell.get("outputs", []):
+                data = out.get("data", {})
+                assert not ("application/vnd.jupyter.widget-view+json" in data
+                            and set(data) - {"application/vnd.jupyter.widget-view+json", "text/plain"}), (
+                    f"{nb_path.name}: a widget view in the committed outputs: regenerate with scripts/regen.py")
+
+
+def test_a_widget_without_saved_state_shows_its_static_frames(tmp_path):
+    """A notebook saved from JupyterLab keeps widget views whose state is gone; the site shows
+    the output's static form instead (nbconvert skips a view without state), with no widget script."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import build_site
+
+    nb = nbformat.v4.new_notebook()
+    out = nbformat.v4.new_output("display_data", data={
+        "application/vnd.jupyter.widget-view+json": {"model_id": "0123abcd", "version_major": 2, "version_minor": 0},
+        "text/html": f'<div class="{STEPPER_STATIC}"><p>frame 0</p></div>', "text/plain": "frames as text"})
+    nb.cells = [nbformat.v4.new_code_cell("steps", outputs=[out], execution_count=1)]
+    body, _ = build_site.exporter().from_notebook_node(nb, resources={
+        "metadata": {"name": "x", "path": str(tmp_path)}, "bt_css": "", "bt_nav_top": "", "bt_nav_bottom": ""})
+    assert f'<div class="{STEPPER_STATIC}"><p>frame 0</p></div>' in body
+    assert "widget-view+json" not in body and "<script src=" not in body
+
+
 # ------------------------------------------------------------------------------- browser
 CHECK_PAGE = """() => {
   const visible = el => { const r = el.getBoundingClientRect(); return r.width > 20 && r.height > 20; };
