@@ -140,6 +140,11 @@ class Stepper:
             lines = [f"before the call: {held[0]} saved tensor(s) held ({held[1]}); no node has run"]
         elif f.error is not None:
             lines = [f"step {i} of {n} · {f.node_label} started and raised {f.error}"]
+            op = snap.ops.get(f.node_id) if f.node_id else None
+            for s in (op.saved if op is not None else ()):
+                if s.is_tensor:   # what the failing node needed, and whether it was still there
+                    state = "already FREED" if s.state == "freed" else "still held"
+                    lines.append(f"  it needs its saved {s.describe()}, {state}")
         else:
             lines = [f"step {i} of {n} · {f.node_label} ran"]
             if f.grads_in:
@@ -166,6 +171,8 @@ class Stepper:
         if i not in self._svgs:
             f = self.frames[i]
             title = "before the call" if i == 0 else f"step {i}: {f.node_label}"
+            if f.error is not None:
+                title += f" raised {f.error.split(':', 1)[0]}"
             highlight = (f.node_id,) if f.node_id else ()
             svg = render.svg_from_dot(render.to_dot(f.snapshot, title=title, highlight=highlight))
             self._svgs[i] = _inline_svg(svg)

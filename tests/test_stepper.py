@@ -103,6 +103,7 @@ def test_second_backward_on_a_shared_graph_stops_at_the_node_that_needs_a_freed_
     last = st.frames[-1]
     assert last.error.startswith("RuntimeError: Trying to backward through the graph a second time")
     assert last.node_label == "op3 MulBackward0" and last.node_id == "op3"
+    assert st.caption(len(st.frames) - 1).splitlines()[1] == "  it needs its saved other: () int64 8 B, already FREED"
     assert [f.node_label for f in st.steps] == ["op2 SumBackward0"]   # sum saves nothing: it ran
     with pytest.raises(RuntimeError, match="second time"):          # unexpected errors propagate
         step_through(lambda: t["e"].backward(), t["e"], names=t)
