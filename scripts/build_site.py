@@ -62,7 +62,7 @@ TEMPLATE = r"""
 {%- endblock body_footer -%}
 {% block input_group -%}
 {%- if cell.metadata.get('jupyter', {}).get('source_hidden') -%}
-<details class="bt-hidden-source"><summary>Hidden code (the solutions): click to show</summary>
+<details class="bt-hidden-source"><summary>Hidden code: click to show</summary>
 {{ super() }}
 </details>
 {%- else -%}

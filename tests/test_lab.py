@@ -94,6 +94,8 @@ def lab(tmp_path, chromium):
             # a throw-away profile, and nothing that would reach for the network
             f"--LabApp.user_settings_dir={tmp_path / 'settings'}",
             f"--LabApp.workspaces_dir={tmp_path / 'workspaces'}", "--LabApp.extension_manager=readonly",
+            # JupyterLab makes a checkpoint of every notebook it opens: keep it out of the repository
+            f"--FileCheckpoints.checkpoint_dir={tmp_path / 'checkpoints'}",
             "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
     if pathlib.Path(sys.prefix).resolve() == (ROOT / ".venv").resolve():
         cmd = ["bash", "scripts/lab", *args]       # the README's command itself (bash scripts/test, CI)
