@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 
-from .trace import reachable_nodes
+from .trace import BackwardTrace
 from .walk import Snapshot
 
 
@@ -47,27 +47,18 @@ def _short(fn) -> str:
 def where_backward_stops(*roots):
     """Hook every node behind `roots`; after the block, say which node started but never finished.
 
-    The engine calls a node's pre-hook just before running it and its hook just after,
-    so a node with a pre-hook call and no hook call is the one that raised.
-    The exception is re-raised (a cell that fails live still fails).
+    The engine calls a node's pre-hook just before running it and its hook just after
+    (helpers.trace.BackwardTrace records both), so a node with a start and no finish is
+    the one that raised. The exception is re-raised (a cell that fails live still fails).
     """
     stop = Stop()
-    started, finished = [], set()
-
-    def after(fn):
-        finished.add(fn)
-        stop.ran.append(_short(fn))
-
-    handles = []
-    for fn in reachable_nodes(*roots):
-        handles.append(fn.register_prehook(lambda grads, fn=fn: started.append(fn)))
-        handles.append(fn.register_hook(lambda gi, go, fn=fn: after(fn)))
-    try:
-        yield stop
-    except BaseException as exc:
-        stop.raised = exc
-        stop.stopped_in = next((_short(fn) for fn in started if fn not in finished), None)
-        raise
-    finally:
-        for h in handles:
-            h.remove()
+    with BackwardTrace(*roots, keep_grads=False) as trace:
+        try:
+            yield stop
+        except BaseException as exc:
+            stop.raised = exc
+            finished = {s.node_index for s in trace.steps}
+            stop.stopped_in = next((_short(trace.nodes[i]) for i in trace.started if i not in finished), None)
+            raise
+        finally:
+            stop.ran = [_short(trace.nodes[s.node_index]) for s in trace.steps]
