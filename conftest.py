@@ -1,8 +1,73 @@
-"""pytest configuration shared by the unit tests and nbval."""
+"""pytest configuration shared by the unit tests, nbval and the browser tests."""
+import os
+import pathlib
+import shutil
+
+import pytest
 
 
 def pytest_collectstart(collector):
     # Graphviz SVG differs between engine builds and fonts, matplotlib SVG embeds a date:
     # never byte-compare SVG. Every picture's structure is compared through its text/plain.
+    # (SVG images inside text/html, the stepper's static frames, are blanked by a rule in
+    # tests/nbval_sanitize.cfg instead, so the captions around them are still compared.)
     if collector.fspath and collector.fspath.ext == ".ipynb":
         collector.skip_compare += ("image/svg+xml",)
+
+
+# ------------------------------------------------------------------------------------
+# Browser tests (tests/test_site.py, tests/test_lab.py) drive a real headless Chromium.
+# Without one they are skipped *loudly* (a summary line says so and how to enable them);
+# under CI=true a missing Chromium is a failure, never a silent pass.
+BROWSER_NOT_RUN = "BROWSER TESTS NOT RUN"
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync", "--no-first-run"]
+HOW_TO_ENABLE = ("install Chromium (Debian/Ubuntu: `apt-get install chromium`) and the Python "
+                 "requirements (`playwright` is in requirements.txt), or point "
+                 "BACKWARD_TWICE_CHROMIUM at a Chromium binary")
+
+
+def chromium_path():
+    """(path, None) when a usable Chromium and Playwright are here, else (None, reason)."""
+    path = os.environ.get("BACKWARD_TWICE_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        return None, "the Python package playwright is not installed"
+    if not (pathlib.Path(path).is_file() and os.access(path, os.X_OK)):
+        return None, f"no Chromium at {path}"
+    return path, None
+
+
+@pytest.fixture(scope="session")
+def chromium():
+    path, reason = chromium_path()
+    if path is None:
+        message = f"{BROWSER_NOT_RUN}: {reason}; to run them, {HOW_TO_ENABLE}"
+        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+            pytest.fail(message + " (CI=true: the browser tests are required here)", pytrace=False)
+        pytest.skip(message)
+    return path
+
+
+@pytest.fixture(scope="module")
+def browser(chromium):
+    """A headless Chromium driven by Playwright (one per test module)."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=chromium, args=CHROMIUM_FLAGS, timeout=60_000)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    skipped = [r for r in terminalreporter.stats.get("skipped", []) if BROWSER_NOT_RUN in str(r.longrepr)]
+    if skipped:
+        reason = str(skipped[0].longrepr).split(BROWSER_NOT_RUN + ": ", 1)[-1].split(";")[0]
+        terminalreporter.write_sep("!", BROWSER_NOT_RUN, red=True, bold=True)
+        terminalreporter.write_line(
+            f"{len(skipped)} browser test(s) were skipped, not passed: {reason}. "
+            f"The static site and the JupyterLab check were NOT verified. To run them, {HOW_TO_ENABLE}.")

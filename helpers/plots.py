@@ -9,6 +9,15 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 
 
+def _finish(fig, ax):
+    """The common look, then the figure, closed: displayed once, by the cell's result,
+    not again by the inline backend."""
+    ax.spines[["top", "right"]].set_visible(False)
+    fig.tight_layout()
+    plt.close(fig)
+    return fig
+
+
 def bars(values: dict, title: str, ylabel: str, fmt: str = "{:,.0f}", colors=None):
     """A bar chart of {label: number}, each bar labelled with its value."""
     fig, ax = plt.subplots(figsize=(6.4, 3.2), dpi=100)
@@ -19,11 +28,8 @@ def bars(values: dict, title: str, ylabel: str, fmt: str = "{:,.0f}", colors=Non
                     fontsize=9, xytext=(0, 2), textcoords="offset points")
     ax.set_title(title, fontsize=11)
     ax.set_ylabel(ylabel)
-    ax.spines[["top", "right"]].set_visible(False)
     ax.margins(y=0.15)
-    fig.tight_layout()
-    plt.close(fig)  # displayed once, by the cell's result, not again by the inline backend
-    return fig
+    return _finish(fig, ax)
 
 
 def lines(xs, series: dict, title: str, xlabel: str, ylabel: str, logx=False, logy=False):
@@ -40,7 +46,33 @@ def lines(xs, series: dict, title: str, xlabel: str, ylabel: str, logx=False, lo
     ax.set_ylabel(ylabel)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=9)
-    ax.spines[["top", "right"]].set_visible(False)
-    fig.tight_layout()
-    plt.close(fig)
-    return fig
+    return _finish(fig, ax)
+
+
+def timeline(series: dict, title: str, marks: dict | None = None,
+             xlabel: str = "engine steps (nodes run, in order)", ylabel: str = "saved tensors alive (kB)"):
+    """A step chart of {name: [bytes at each step]} (e.g. `LiveSaved.samples`), in kB.
+
+    marks: {name: [(step, text), ...]} labels on a series' line at that step, written above
+    the line; with a third element "right", written to the right of the point instead.
+    """
+    fig, ax = plt.subplots(figsize=(6.8, 3.4), dpi=100)
+    top = max(max(ys) for ys in series.values()) / 1000
+    longest = max(len(ys) for ys in series.values())
+    room = 0
+    for name, ys in series.items():
+        line, = ax.step(range(len(ys)), [y / 1000 for y in ys], where="post", label=name, linewidth=2)
+        for step, text, *where in (marks or {}).get(name, []):
+            right = where == ["right"]
+            room = max(room, len(text) * 0.55 if right else 0)   # x units a label of 8pt needs, roughly
+            ax.annotate(text, (step, ys[step] / 1000), xytext=(5, 0) if right else (0, 5),
+                        textcoords="offset points", ha="left" if right else "center",
+                        va="center" if right else "bottom", fontsize=8, color=line.get_color())
+    ax.set_title(title, fontsize=11)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_ylim(0, top * 1.15)
+    ax.set_xlim(-1, longest + room * longest / 50)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=9, loc="lower left")
+    return _finish(fig, ax)

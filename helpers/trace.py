@@ -7,6 +7,13 @@
 
 Hooks are registered on the graph's nodes (`grad_fn.register_prehook` / `register_hook`),
 so the order is the engine's, not a simulation. They are removed on exit.
+
+Optional callbacks see the engine at work (helpers.stepper uses them):
+`on_start(fn)` runs in a node's pre-hook, just before the node computes;
+`on_step(step, fn)` runs in its post-hook, right after it computed and before the
+engine releases its saved tensors (with retain_graph=False the release comes next).
+`tr.started` lists the node indices whose pre-hook ran: a node that started but has no
+step is the one that raised.
 """
 from __future__ import annotations
 
@@ -41,12 +48,21 @@ class Step:
 
 
 class BackwardTrace:
-    def __init__(self, *roots, keep_grads: bool = True):
+    def __init__(self, *roots, keep_grads: bool = True, on_start=None, on_step=None):
         self.nodes = reachable_nodes(*roots)
         self.index = {fn: i for i, fn in enumerate(self.nodes)}
         self.keep_grads = keep_grads
+        self.on_start, self.on_step = on_start, on_step
         self.steps: list[Step] = []
+        self.started: list[int] = []
         self._handles = []
+
+    def _prehook(self, fn):
+        def prehook(grad_outputs):
+            self.started.append(self.index[fn])
+            if self.on_start is not None:
+                self.on_start(fn)
+        return prehook
 
     def _hook(self, fn):
         def hook(grad_inputs, grad_outputs):
@@ -57,10 +73,13 @@ class BackwardTrace:
                 return tuple(None if g is None else g.detach().clone() for g in gs)
             self.steps.append(Step(len(self.steps), self.index[fn], fn.name(),
                                    copy(grad_outputs), copy(grad_inputs)))
+            if self.on_step is not None:
+                self.on_step(self.steps[-1], fn)
         return hook
 
     def __enter__(self):
         for fn in self.nodes:
+            self._handles.append(fn.register_prehook(self._prehook(fn)))
             self._handles.append(fn.register_hook(self._hook(fn)))
         return self
 

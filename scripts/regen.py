@@ -13,6 +13,22 @@ from nbclient import NotebookClient
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+def drop_dead_widget_view(output) -> None:
+    """Remove a widget view from a saved output that has a static form too.
+
+    Widget state is not saved (it holds random model ids), so once the kernel is gone the
+    view could only show "Error displaying widget: model not found" in JupyterLab. Without
+    it, JupyterLab and the static site show the output's text/html (the stepper's frames).
+    nbval never compares this mime type, so the fresh run's view does not count as a change.
+    """
+    data = output.get("data", {})
+    if WIDGET_VIEW in data and set(data) - {WIDGET_VIEW, "text/plain"}:
+        del data[WIDGET_VIEW]
+
+
 def regen(path: pathlib.Path) -> float:
     nb = nbformat.read(path, as_version=4)
     start = time.perf_counter()
@@ -20,6 +36,8 @@ def regen(path: pathlib.Path) -> float:
                    resources={"metadata": {"path": str(path.parent)}}).execute()
     for cell in nb.cells:  # keep diffs small: no per-run metadata
         cell.metadata.pop("execution", None)
+        for out in cell.get("outputs", []):
+            drop_dead_widget_view(out)
     nb.metadata.pop("widgets", None)
     nbformat.write(nb, path)
     return time.perf_counter() - start

@@ -1,0 +1,352 @@
+"""Step through a real backward() call, node by node, in the order the engine ran them.
+
+    from helpers.stepper import step_through
+    step_through(lambda: loss.backward(), loss, names={"a": a, "w": w, "loss": loss})
+
+Nothing is simulated. Hooks on every `grad_fn` node (helpers.trace.BackwardTrace)
+record, while the real call runs, which node the engine ran, the gradient it received
+and the gradients it sent on, and take a snapshot of the graph right after each node
+computed. What the engine does between two nodes is read from consecutive snapshots:
+
+- a node's saved tensors are still held inside its own post-hook and are released
+  right after it (PyTorch 2.13: `release_variables()` follows the post-hooks), so the
+  tensors "released by step k" are those held at step k and freed at step k+1 (or after
+  the call, for the last step);
+- a leaf's `.grad` changes in the step of its `AccumulateGrad` node (the sum of every
+  path into that leaf arrives in one step);
+- a tensor that called `retain_grad()` gets its `.grad` in the step of the node that
+  made it: the engine fills it just before that node computes.
+
+The result displays as an ipywidgets stepper (previous / next / slider / reset) with a
+live kernel, and as a fixed sequence of frames everywhere else: `text/plain` (what nbval
+compares) and `text/html` (every frame as an SVG image with its caption, for a static
+HTML export or an untrusted notebook; tests/nbval_sanitize.cfg blanks the image data).
+"""
+from __future__ import annotations
+
+import base64
+import html
+import re
+from collections import deque
+from dataclasses import dataclass, field
+
+import torch
+
+from . import render
+from .trace import BackwardTrace
+from .walk import GraphInputError, Snapshot, fmt_bytes, fmt_values, snapshot
+
+MAX_STEPS = 40
+
+
+@dataclass
+class Frame:
+    """The state of the graph after one node ran (frame 0: before the call)."""
+
+    index: int
+    node_id: str | None = None        # snapshot id of the node that ran: 'op3', 'leaf1'
+    node_label: str | None = None     # 'op3 ExpBackward0', 'AccumulateGrad of a'
+    grads_in: list = field(default_factory=list)    # formatted, one per output of the node
+    grads_out: list = field(default_factory=list)   # (destination, formatted)
+    released: list = field(default_factory=list)    # 'op3 ExpBackward0 saved result (2,) ...'
+    grad_changes: list = field(default_factory=list)  # 'a.grad: None -> [1, 2]'
+    error: str | None = None
+    snapshot: Snapshot | None = None
+
+
+def _node_ids(roots, max_nodes) -> dict:
+    """{grad_fn: snapshot id}, assigned exactly the way helpers.walk.snapshot assigns them."""
+    ids, queue = {}, deque()
+    ops = leaves = 0
+
+    def visit(fn):
+        nonlocal ops, leaves
+        if fn in ids or len(ids) >= max_nodes:
+            return
+        if type(fn).__name__ == "AccumulateGrad":
+            leaves += 1
+            ids[fn] = f"leaf{leaves}"
+        else:
+            ops += 1
+            ids[fn] = f"op{ops}"
+            queue.append(fn)
+
+    for t in roots:
+        if t.grad_fn is None:
+            leaves += bool(t.requires_grad)
+            continue
+        visit(t.grad_fn)
+    while queue:
+        for nxt, _ in queue.popleft().next_functions:
+            if nxt is not None:
+                visit(nxt)
+    return ids
+
+
+def _first_sentence(err: BaseException) -> str:
+    text = str(err).strip().splitlines()[0] if str(err).strip() else ""
+    text = re.split(r" \(|\. ", text, maxsplit=1)[0]
+    return f"{type(err).__name__}: {text}"
+
+
+def _saved_states(snap: Snapshot) -> dict:
+    return {(op.id, s.slot): s for op in snap.ops.values() for s in op.saved if s.is_tensor}
+
+
+def _merge(grads_from: Snapshot, saved_from: Snapshot) -> Snapshot:
+    """`grads_from`'s tensors (their .grad) with `saved_from`'s saved-tensor states."""
+    ops = {}
+    for oid, op in grads_from.ops.items():
+        other = saved_from.ops.get(oid)
+        ops[oid] = op if other is None or other.name != op.name else type(op)(
+            id=op.id, name=op.name, inputs=op.inputs, saved=other.saved, produces=op.produces)
+    return Snapshot(roots=grads_from.roots, ops=ops, tensors=grads_from.tensors,
+                    edges=grads_from.edges, truncated=grads_from.truncated,
+                    total_nodes=grads_from.total_nodes, hidden_by_type=grads_from.hidden_by_type,
+                    count_capped=grads_from.count_capped, cut_at=grads_from.cut_at)
+
+
+def _fmt_grad(g) -> str:
+    return "None" if g is None else fmt_values(g)
+
+
+class Stepper:
+    """Frames of one backward call. Displays as a widget (live kernel) or as static frames."""
+
+    def __init__(self, frames: list, title: str | None = None, raised: BaseException | None = None):
+        self.frames = frames
+        self.title = title or "backward, step by step"
+        self.raised = raised
+        self._svgs: dict = {}
+        self._widget = None
+
+    # -- facts, for asserts in notebooks ------------------------------------------
+    @property
+    def steps(self) -> list:
+        """Frames of the nodes that ran (frame 0, the state before the call, excluded)."""
+        return [f for f in self.frames[1:] if f.error is None]
+
+    @property
+    def order(self) -> list:
+        """Labels of the nodes in the order the engine ran them."""
+        return [f.node_label for f in self.steps]
+
+    # -- text -----------------------------------------------------------------------
+    def caption(self, i: int) -> str:
+        f, n = self.frames[i], len(self.frames) - 1
+        snap = f.snapshot
+        held = snap.count_by_state()["held"], fmt_bytes(snap.bytes_by_state()["held"])
+        if i == 0:
+            lines = [f"before the call: {held[0]} saved tensor(s) held ({held[1]}); no node has run"]
+        elif f.error is not None:
+            lines = [f"step {i} of {n} · {f.node_label} started and raised {f.error}"]
+            op = snap.ops.get(f.node_id) if f.node_id else None
+            for s in (op.saved if op is not None else ()):
+                if s.is_tensor:   # what the failing node needed, and whether it was still there
+                    state = "already FREED" if s.state == "freed" else "still held"
+                    lines.append(f"  it needs its saved {s.describe()}, {state}")
+        else:
+            lines = [f"step {i} of {n} · {f.node_label} ran"]
+            if f.grads_in:
+                lines.append("  gradient in:  " + "; ".join(f.grads_in))
+            for dest, g in f.grads_out:
+                lines.append(f"  gradient out: {g} -> {dest}")
+            lines.append("  released after it ran: " + ("; ".join(f.released) or "nothing"))
+            for c in f.grad_changes:
+                lines.append(f"  {c}")
+            if i == n:
+                lines.append(f"  after the call: {held[0]} saved tensor(s) held ({held[1]})")
+        return "\n".join(lines)
+
+    @property
+    def text(self) -> str:
+        head = f"{self.title}: {len(self.steps)} node(s) ran, in this order: " + ", ".join(self.order)
+        return "\n".join([head] + [self.caption(i) for i in range(len(self.frames))])
+
+    def __repr__(self) -> str:
+        return self.text
+
+    # -- pictures -------------------------------------------------------------------
+    def svg(self, i: int) -> str:
+        if i not in self._svgs:
+            f = self.frames[i]
+            title = "before the call" if i == 0 else f"step {i}: {f.node_label}"
+            if f.error is not None:
+                title += f" raised {f.error.split(':', 1)[0]}"
+            highlight = (f.node_id,) if f.node_id else ()
+            svg = render.svg_from_dot(render.to_dot(f.snapshot, title=title, highlight=highlight))
+            self._svgs[i] = _inline_svg(svg)
+        return self._svgs[i]
+
+    @property
+    def html(self) -> str:
+        """Every frame, picture and caption: readable with no kernel and no JavaScript."""
+        parts = [f'<div class="bt-stepper-static"><p><b>{html.escape(self.title)}</b>: '
+                 f"{len(self.frames)} frames (run the notebook to step through them one by one)</p>",
+                 '<div style="display:flex;flex-wrap:wrap;gap:12px;align-items:flex-start">']
+        for i in range(len(self.frames)):
+            # an <img> with a data: URI, not inline <svg>: JupyterLab's sanitizer (untrusted
+            # notebooks) drops <svg> but keeps images, and nbconvert passes both through
+            data = base64.b64encode(self.svg(i).encode("utf-8")).decode("ascii")
+            alt = html.escape(self.caption(i).splitlines()[0], quote=True)
+            parts.append('<figure class="bt-frame" style="margin:0;border:1px solid #ccc;padding:6px">'
+                         f'<img alt="{alt}" src="data:image/svg+xml;base64,{data}">'
+                         '<figcaption><pre style="white-space:pre-wrap;max-width:42em">'
+                         f"{html.escape(self.caption(i))}</pre></figcaption></figure>")
+        parts.append("</div></div>")
+        return "".join(parts)
+
+    # -- the interactive view -------------------------------------------------------
+    def widget(self):
+        """The ipywidgets stepper (built once)."""
+        if self._widget is None:
+            import ipywidgets as W
+
+            last = len(self.frames) - 1
+            reset = W.Button(description="⏮ reset", layout=W.Layout(width="auto"))
+            prev = W.Button(description="◀ previous", layout=W.Layout(width="auto"))
+            nxt = W.Button(description="next ▶", layout=W.Layout(width="auto"))
+            slider = W.IntSlider(value=0, min=0, max=last, description="step",
+                                 continuous_update=True, layout=W.Layout(width="22em"))
+            caption, picture = W.HTML(), W.HTML()
+
+            def show(_=None):
+                i = slider.value
+                caption.value = f"<pre>{html.escape(self.caption(i))}</pre>"
+                picture.value = self.svg(i)
+                prev.disabled = reset.disabled = i == 0
+                nxt.disabled = i == last
+
+            slider.observe(show, names="value")
+            prev.on_click(lambda _: setattr(slider, "value", max(0, slider.value - 1)))
+            nxt.on_click(lambda _: setattr(slider, "value", min(last, slider.value + 1)))
+            reset.on_click(lambda _: setattr(slider, "value", 0))
+            show()
+            box = W.VBox([W.HBox([reset, prev, slider, nxt]), caption, picture])
+            box.add_class("bt-stepper")
+            self._widget = box
+        return self._widget
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        bundle = {"text/plain": self.text, "text/html": self.html}
+        try:
+            view = self.widget()._repr_mimebundle_()
+        except Exception:   # no ipywidgets, or no kernel to talk to: the static frames remain
+            view = None
+        key = "application/vnd.jupyter.widget-view+json"
+        if view and key in view:
+            bundle[key] = view[key]
+        return bundle
+
+
+def _inline_svg(svg: str) -> str:
+    """Graphviz SVG without its XML prolog and comments, ready to sit inside HTML."""
+    start = svg.find("<svg")
+    svg = svg[start:] if start >= 0 else svg
+    return re.sub(r"<!--.*?-->", "", svg, flags=re.S).strip()
+
+
+def step_through(run, *roots, names=None, title=None, expect_error=None,
+                 max_nodes=60, max_steps=MAX_STEPS) -> Stepper:
+    """Run `run()` (a backward call) with hooks on the graph of `roots`; return the frames.
+
+    run: a function of no arguments, e.g. `lambda: loss.backward()`.
+    roots: the tensors whose graph the call walks (pass all of them, e.g. `d, e`: only
+        nodes reachable from the roots are recorded and drawn).
+    names: {"a": a, "loss": loss, ...} as for draw(); named leaves and retained
+        intermediates show their .grad in every frame.
+    expect_error: an exception type the call must raise (e.g. RuntimeError): the frames
+        then end at the node that raised, and `stepper.raised` holds the error. Without
+        it an error in `run()` propagates as usual.
+    """
+    if not callable(run):
+        raise GraphInputError(
+            "step_through needs the backward call as a function: "
+            "step_through(lambda: loss.backward(), loss, names={...}).")
+    if not roots:
+        raise GraphInputError("step_through needs the tensors whose graph the call walks, "
+                              "e.g. step_through(lambda: loss.backward(), loss).")
+    before = snapshot(*roots, names=names, max_nodes=max_nodes)
+    if before.truncated:
+        raise GraphInputError(
+            f"this graph has {before.total_nodes} nodes, more than max_nodes={max_nodes}: "
+            "step through a smaller example (a stepper frame per node stays readable only for "
+            "small graphs), or pass max_nodes=N.")
+    ids = _node_ids(roots, max_nodes)
+    box_of = {b.id: b for b in before.tensors.values()}
+
+    def label(fn) -> str:
+        nid = ids.get(fn)
+        if nid is None:
+            return fn.name()
+        if nid.startswith("leaf"):
+            return f"AccumulateGrad of {box_of[nid].name}"
+        return f"{nid} {fn.name()}"
+
+    def dest(fn) -> str:
+        nid = ids.get(fn)
+        if nid is not None and nid.startswith("leaf"):
+            return f"{box_of[nid].name} (its AccumulateGrad)"
+        return label(fn)
+
+    after_node: list = []    # snapshot taken in each node's post-hook
+
+    def on_step(step, fn):
+        if len(after_node) >= max_steps:
+            return
+        after_node.append((step, fn, snapshot(*roots, names=names, max_nodes=max_nodes)))
+
+    raised = None
+    with BackwardTrace(*roots, on_step=on_step) as tr:
+        try:
+            run()
+        except Exception as err:  # noqa: BLE001 - re-raised below unless it was expected
+            if expect_error is None or not isinstance(err, expect_error):
+                raise
+            raised = err
+    if expect_error is not None and raised is None:
+        raise AssertionError(f"expected the call to raise {expect_error.__name__}, but it ran to the end")
+    if len(tr.steps) > max_steps:
+        raise GraphInputError(
+            f"backward ran {len(tr.steps)} nodes, more than max_steps={max_steps}: step through a "
+            "smaller example, or pass max_steps=N.")
+    final = snapshot(*roots, names=names, max_nodes=max_nodes)
+
+    frames = [Frame(0, snapshot=before)]
+    grads_before = {t.name: t.grad for t in before.tensors.values()}
+    senders: dict = {}       # node -> how many earlier steps sent it a gradient
+    for k, (step, fn, snap) in enumerate(after_node):
+        nxt = after_node[k + 1][2] if k + 1 < len(after_node) else final
+        merged = _merge(snap, nxt)
+        held_now = _saved_states(snap)
+        nid = ids.get(fn)
+        released = [(f"its saved {s.describe()}" if oid == nid else
+                     f"{oid} {merged.ops[oid].name} saved {s.describe()}")
+                    for (oid, slot), s in _saved_states(nxt).items()
+                    if s.state == "freed" and held_now.get((oid, slot)) is not None
+                    and held_now[(oid, slot)].state == "held"]
+        changes = []
+        for t in snap.tensors.values():
+            if (t.role == "leaf" or t.retains_grad) and t.grad != grads_before.get(t.name):
+                changes.append(f"{t.name}.grad: {grads_before.get(t.name)} -> {t.grad}")
+                grads_before[t.name] = t.grad
+        outs = []
+        if step.grad_out is not None:
+            for (nf, _), g in zip(fn.next_functions, step.grad_out):
+                if nf is not None:
+                    outs.append((dest(nf), _fmt_grad(g)))
+                    if g is not None:
+                        senders[nf] = senders.get(nf, 0) + 1
+        grads_in = [_fmt_grad(g) for g in (step.grad_in or ())]
+        if senders.get(fn, 0) > 1 and len(grads_in) == 1:   # the engine summed them in its input buffer
+            grads_in[0] += f" (the sum of the {senders[fn]} gradients sent to it)"
+        frames.append(Frame(len(frames), node_id=nid, node_label=label(fn), grads_in=grads_in,
+                            grads_out=outs, released=released, grad_changes=changes,
+                            snapshot=merged))
+    if raised is not None:
+        done = {tr.nodes[s.node_index] for s in tr.steps}
+        failing = next((tr.nodes[i] for i in reversed(tr.started) if tr.nodes[i] not in done), None)
+        frames.append(Frame(len(frames), node_id=ids.get(failing) if failing else None,
+                            node_label=label(failing) if failing else "a node outside the drawn graph",
+                            error=_first_sentence(raised), snapshot=final))
+    return Stepper(frames, title=title, raised=raised)

@@ -1,0 +1,217 @@
+"""Build a static HTML site of every notebook, with its committed outputs, into build/site/.
+
+    bash scripts/site                     # the usual way (uses .venv)
+    python scripts/build_site.py [--out DIR] [notebooks ...]
+
+For reading without a kernel: a teacher's projector, a learner's phone. Pages show the
+committed outputs (graphs, charts, the stepper's frames); nothing is executed.
+
+Offline at build and at view time: no script or style is fetched from a CDN (nbconvert's
+require.js, MathJax, mermaid and widget-manager tags are left out), math is turned into
+MathML at build time (browsers render it natively), pictures are the SVG/PNG already in
+the notebooks. Notebook links become page links, `README.md` becomes the contents page,
+links to other repository files point to plain-text copies under `_repo/`.
+Hidden-source cells (the exercise solutions) stay collapsed in a <details> element.
+"""
+from __future__ import annotations
+
+import argparse
+import html
+import pathlib
+import re
+import shutil
+import sys
+import time
+
+import jinja2
+import nbformat
+from nbconvert import HTMLExporter
+from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "scripts"))
+import nav  # noqa: E402  (scripts/nav.py: notebook order, titles, contents table)
+
+DEFAULT_OUT = ROOT / "build" / "site"
+
+SITE_CSS = """
+.bt-nav { font: 14px/1.4 system-ui, sans-serif; display: flex; gap: 1.5em; flex-wrap: wrap;
+          padding: 8px 16px; background: #f3f5f7; border-bottom: 1px solid #d0d7de; }
+.bt-nav.bottom { border-top: 1px solid #d0d7de; border-bottom: none; margin-top: 2em; }
+.bt-nav a { text-decoration: none; }
+.bt-nav .bt-here { color: #555; }
+details.bt-hidden-source { margin: 4px 0 4px 64px; }
+details.bt-hidden-source > summary { cursor: pointer; color: #555; font: 13px system-ui, sans-serif; }
+math[display="block"] { margin: 0.6em 0; }
+"""
+
+TEMPLATE = r"""
+{%- extends 'index.html.j2' -%}
+{%- block html_head_js -%}{%- endblock html_head_js -%}
+{%- block jupyter_widgets -%}{%- endblock jupyter_widgets -%}
+{%- block html_head_js_mathjax -%}{%- endblock html_head_js_mathjax -%}
+{%- block html_head_js_mermaidjs -%}{%- endblock html_head_js_mermaidjs -%}
+{%- block extra_css -%}<style type="text/css">{{ resources.bt_css }}</style>{%- endblock extra_css -%}
+{%- block body_header -%}
+{{ super() }}
+{{ resources.bt_nav_top }}
+{%- endblock body_header -%}
+{%- block body_footer -%}
+{{ resources.bt_nav_bottom }}
+{{ super() }}
+{%- endblock body_footer -%}
+{% block input_group -%}
+{%- if cell.metadata.get('jupyter', {}).get('source_hidden') -%}
+<details class="bt-hidden-source"><summary>Hidden code: click to show</summary>
+{{ super() }}
+</details>
+{%- else -%}
+{{ super() }}
+{%- endif -%}
+{%- endblock input_group %}
+"""
+
+
+def mathml(tex: str, display: str) -> str:
+    """LaTeX to MathML; if it cannot be converted, the TeX source as code (never a crash)."""
+    from latex2mathml.converter import convert
+
+    try:
+        return convert(html.unescape(tex).strip(), display=display)
+    except Exception:  # noqa: BLE001 - an odd formula must not break the site
+        return f'<code class="bt-tex">{html.escape(tex)}</code>'
+
+
+class MathMLRenderer(IPythonRenderer):
+    """nbconvert's markdown renderer, with math turned into MathML instead of left for MathJax."""
+
+    def inline_math(self, body: str) -> str:
+        return mathml(body, "inline")
+
+    def block_math(self, body: str) -> str:
+        return mathml(body, "block")
+
+    def latex_environment(self, name: str, body: str) -> str:
+        return mathml(f"\\begin{{{name}}}{body}\\end{{{name}}}", "block")
+
+
+class SiteExporter(HTMLExporter):
+    @jinja2.pass_context
+    def markdown2html(self, context, source):
+        cell = context.get("cell", {})
+        renderer = MathMLRenderer(escape=False, attachments=cell.get("attachments", {}),
+                                  embed_images=self.embed_images,
+                                  path=context.get("resources", {}).get("metadata", {}).get("path", ""),
+                                  anchor_link_text=self.anchor_link_text,
+                                  exclude_anchor_links=self.exclude_anchor_links, **self.lexer_options)
+        return MarkdownWithMath(renderer=renderer).render(source)
+
+
+def exporter() -> SiteExporter:
+    return SiteExporter(template_name="lab", template_file="bt_site.html.j2",
+                        extra_loaders=[jinja2.DictLoader({"bt_site.html.j2": TEMPLATE})])
+
+
+def page_name(notebook_file: str) -> str:
+    return notebook_file[:-len(".ipynb")] + ".html"
+
+
+def nav_bar(items, i, where) -> str:
+    parts = []
+    if i is not None and i > 0:
+        parts.append(f'<a rel="prev" href="{page_name(items[i - 1]["file"])}">← {html.escape(items[i - 1]["title"])}</a>')
+    parts.append('<a href="index.html">Contents</a>' if i is not None else '<span class="bt-here">Contents</span>')
+    if i is not None and i + 1 < len(items):
+        parts.append(f'<a rel="next" href="{page_name(items[i + 1]["file"])}">{html.escape(items[i + 1]["title"])} →</a>')
+    return f'<nav class="bt-nav {where}">' + "".join(parts) + "</nav>"
+
+
+_ATTR = re.compile(r'(<(?:a|img)\b[^>]*?\b(?:href|src)=")([^"]*)(")')
+
+
+def rewrite_links(text: str, items, out: pathlib.Path, copied: set) -> str:
+    """Notebook links -> pages, README.md -> index.html, other repository files -> _repo/ copies."""
+    pages = {it["file"] for it in items}
+
+    def fix(m):
+        url = html.unescape(m.group(2))
+        if not url or url.startswith("#") or re.match(r"^[a-z][a-z0-9+.-]*:", url, re.I):
+            return m.group(0)        # in-page anchor, or http(s)/mailto/data: left alone
+        path, _, frag = url.partition("#")
+        frag = f"#{frag}" if frag else ""
+        if path in pages:
+            new = page_name(path) + frag
+        elif path in ("README.md", "./README.md"):
+            new = "index.html" + frag
+        else:
+            target = (nav.NB_DIR / path).resolve()
+            try:
+                rel = target.relative_to(ROOT)
+            except ValueError:
+                return m.group(0)
+            if not target.is_file():
+                return m.group(0)    # left as is: the link check reports it
+            keep = target.suffix.lower() in (".png", ".jpg", ".jpeg", ".svg", ".gif", ".html", ".txt")
+            dest = out / "_repo" / (str(rel) if keep else str(rel) + ".txt")
+            if dest not in copied:
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(target, dest)
+                copied.add(dest)
+            new = dest.relative_to(out).as_posix() + frag
+        return m.group(1) + html.escape(new, quote=True) + m.group(3)
+
+    return _ATTR.sub(fix, text)
+
+
+def index_page(items) -> str:
+    body = MarkdownWithMath(renderer=MathMLRenderer(escape=False, exclude_anchor_links=True)).render(
+        nav.contents_page(items))
+    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1.0\">"
+            "<title>Backward Twice: contents</title><style>"
+            "body{font:16px/1.5 system-ui,sans-serif;margin:0}main{max-width:60em;margin:1em auto;padding:0 1em}"
+            "table{border-collapse:collapse}td,th{border:1px solid #d0d7de;padding:6px 10px;text-align:left}"
+            + SITE_CSS + "</style></head><body>" + nav_bar(items, None, "top")
+            + "<main>" + body
+            + "<p>This is a read-only copy with the outputs of the last committed run. To run the notebooks, "
+              "clone the repository and run <code>bash scripts/lab</code>.</p></main></body></html>\n")
+
+
+def build(out: pathlib.Path = DEFAULT_OUT, only=None) -> list:
+    """Write the site; returns the pages written (index first)."""
+    loaded = [nav.info(p) for p in nav.notebooks()]
+    items = [it for _, it in loaded]
+    if out.exists():
+        shutil.rmtree(out)
+    out.mkdir(parents=True)
+    exp, copied, written = exporter(), set(), []
+    (out / "index.html").write_text(rewrite_links(index_page(items), items, out, copied), encoding="utf-8")
+    written.append(out / "index.html")
+    for i, (nb, it) in enumerate(loaded):
+        if only and it["file"] not in only:
+            continue
+        nb.metadata["title"] = it["title"]
+        nb.metadata.pop("widgets", None)     # a widget view falls back to the output's static form
+        resources = {"metadata": {"name": it["title"], "path": str(nav.NB_DIR)}, "bt_css": SITE_CSS,
+                     "bt_nav_top": nav_bar(items, i, "top"), "bt_nav_bottom": nav_bar(items, i, "bottom")}
+        body, _ = exp.from_notebook_node(nb, resources=resources)
+        page = out / page_name(it["file"])
+        page.write_text(rewrite_links(body, items, out, copied), encoding="utf-8")
+        written.append(page)
+    return written
+
+
+def main(argv) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", type=pathlib.Path, default=DEFAULT_OUT)
+    ap.add_argument("notebooks", nargs="*", help="only these notebook files (default: all)")
+    args = ap.parse_args(argv)
+    start = time.perf_counter()
+    pages = build(args.out.resolve(), {pathlib.Path(n).name for n in args.notebooks} or None)
+    print(f"site: {len(pages)} pages in {args.out} ({time.perf_counter() - start:.1f} s); "
+          f"open {args.out / 'index.html'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

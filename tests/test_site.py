@@ -1,0 +1,214 @@
+"""The static site (scripts/build_site.py): built from the committed notebooks, read offline.
+
+The first tests read the HTML files; the browser test opens every page in headless Chromium
+(no network: any request that is not a local file fails the test) and checks that pages load
+with no console error, every picture is visible, every link and anchor resolves.
+A screenshot is saved to build/artifacts/site.png.
+"""
+import pathlib
+import re
+import subprocess
+import sys
+import time
+import urllib.parse
+
+import nbformat
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+ARTIFACTS = ROOT / "build" / "artifacts"
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+STEPPER_STATIC = "bt-stepper-static"
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    out = tmp_path_factory.mktemp("site")
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, "scripts/build_site.py", "--out", str(out)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    print(f"site built in {time.perf_counter() - start:.1f} s")
+    return out
+
+
+def page_of(nb_path) -> str:
+    return nb_path.stem + ".html"
+
+
+def expected_pictures(nb) -> int:
+    """Graph/chart outputs the page must show: SVG and PNG outputs, plus every stepper frame."""
+    n = 0
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            data = out.get("data", {})
+            if "image/svg+xml" in data or "image/png" in data:
+                n += 1
+            elif STEPPER_STATIC in data.get("text/html", ""):
+                n += data["text/html"].count("data:image/svg+xml")
+    return n
+
+
+def test_every_notebook_has_a_page_in_order(site):
+    index = (site / "index.html").read_text()
+    links = re.findall(r'href="([0-9][0-9]_[^"#]+\.html)"', index)
+    assert links == [page_of(p) for p in NOTEBOOKS]
+    for p in NOTEBOOKS:
+        assert (site / page_of(p)).is_file()
+
+
+def test_pages_need_no_network_and_keep_solutions_folded(site):
+    for page in sorted(site.glob("*.html")):
+        text = page.read_text()
+        assert "<script src=" not in text, f"{page.name}: loads a script"         # require.js, MathJax ...
+        assert not re.search(r'<(?:script|link|img|iframe)\b[^>]*\b(?:src|href)="(?:https?:)?//', text), page.name
+        assert "mathjax" not in text.lower(), page.name
+    for nb_path in NOTEBOOKS:
+        nb = nbformat.read(nb_path, as_version=4)
+        text = (site / page_of(nb_path)).read_text()
+        hidden = [c for c in nb.cells if c.cell_type == "code" and c.metadata.get("jupyter", {}).get("source_hidden")]
+        assert text.count('<details class="bt-hidden-source">') == len(hidden), nb_path.name
+        if "$" in "".join(c.source for c in nb.cells if c.cell_type == "markdown"):
+            assert "<math" in text, f"{nb_path.name}: math not converted to MathML"
+
+
+def rel_links(text, rel) -> list:
+    """hrefs of the <a rel=...> links of a page, whatever the attribute order."""
+    from html.parser import HTMLParser
+
+    found = []
+
+    class Links(HTMLParser):
+        def handle_starttag(self, tag, attrs):
+            a = dict(attrs)
+            if tag == "a" and a.get("rel") == rel:
+                found.append(a.get("href"))
+
+    Links().feed(text)
+    return found
+
+
+def test_navigation_bars_follow_the_notebook_order(site):
+    pages = [page_of(p) for p in NOTEBOOKS]
+    for i, name in enumerate(pages):
+        text = (site / name).read_text()
+        prev, nxt = rel_links(text, "prev"), rel_links(text, "next")
+        assert prev == ([pages[i - 1]] * 2 if i > 0 else []), name       # top and bottom bars
+        assert nxt == ([pages[i + 1]] * 2 if i + 1 < len(pages) else []), name
+
+
+def test_committed_outputs_have_no_dead_widget_views():
+    """scripts/regen.py drops widget views that have a static form (their state is not saved, so
+    JupyterLab could only say 'model not found'); outputs saved from JupyterLab would keep them."""
+    for nb_path in NOTEBOOKS:
+        nb = nbformat.read(nb_path, as_version=4)
+        for cell in nb.cells:
+            for out in cell.get("outputs", []):
+                data = out.get("data", {})
+                assert not ("application/vnd.jupyter.widget-view+json" in data
+                            and set(data) - {"application/vnd.jupyter.widget-view+json", "text/plain"}), (
+                    f"{nb_path.name}: a widget view in the committed outputs: regenerate with scripts/regen.py")
+
+
+def test_a_widget_without_saved_state_shows_its_static_frames(tmp_path):
+    """A notebook saved from JupyterLab keeps widget views whose state is gone; the site shows
+    the output's static form instead (nbconvert skips a view without state), with no widget script."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import build_site
+
+    nb = nbformat.v4.new_notebook()
+    out = nbformat.v4.new_output("display_data", data={
+        "application/vnd.jupyter.widget-view+json": {"model_id": "0123abcd", "version_major": 2, "version_minor": 0},
+        "text/html": f'<div class="{STEPPER_STATIC}"><p>frame 0</p></div>', "text/plain": "frames as text"})
+    nb.cells = [nbformat.v4.new_code_cell("steps", outputs=[out], execution_count=1)]
+    body, _ = build_site.exporter().from_notebook_node(nb, resources={
+        "metadata": {"name": "x", "path": str(tmp_path)}, "bt_css": "", "bt_nav_top": "", "bt_nav_bottom": ""})
+    assert f'<div class="{STEPPER_STATIC}"><p>frame 0</p></div>' in body
+    assert "widget-view+json" not in body and "<script src=" not in body
+
+
+# ------------------------------------------------------------------------------- browser
+CHECK_PAGE = """() => {
+  const visible = el => { const r = el.getBoundingClientRect(); return r.width > 20 && r.height > 20; };
+  const folded = el => { const d = el.closest('details'); return d !== null && !d.open; };
+  const imgs = [...document.querySelectorAll('img')].filter(i => !folded(i));
+  const svgs = [...document.querySelectorAll('.jp-OutputArea-output svg')].filter(s => !folded(s));
+  const bad = [];
+  for (const i of imgs) if (!i.complete || i.naturalWidth === 0 || !visible(i)) bad.push('img ' + i.src.slice(0, 60));
+  for (const s of svgs) if (!visible(s)) bad.push('svg ' + (s.textContent || '').slice(0, 60));
+  const maths = [...document.querySelectorAll('math')].filter(m => !folded(m) && !visible(m) &&
+                 m.getBoundingClientRect().width === 0);
+  return {pictures: imgs.length + svgs.length, bad: bad, hiddenMath: maths.length,
+          links: [...document.querySelectorAll('a[href]')].map(a => a.getAttribute('href')),
+          ids: [...document.querySelectorAll('[id]')].map(e => e.id),
+          names: [...document.querySelectorAll('a[name]')].map(e => e.getAttribute('name'))};
+}"""
+
+
+def test_site_in_chromium(site, browser):
+    start = time.perf_counter()
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    problems, offsite = [], []
+    page.on("console", lambda m: problems.append(f"console {m.type}: {m.text}") if m.type == "error" else None)
+    page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
+
+    def only_local(route):
+        if route.request.url.startswith(("file://", "data:")):
+            route.continue_()
+        else:
+            offsite.append(route.request.url)
+            route.abort()
+
+    page.route("**/*", only_local)
+    pages = {"index.html": None, **{page_of(p): p for p in NOTEBOOKS}}
+    seen_ids, found_links = {}, []
+    for name, nb_path in pages.items():
+        page.goto((site / name).as_uri(), wait_until="load", timeout=30_000)
+        info = page.evaluate(CHECK_PAGE)
+        assert info["bad"] == [], f"{name}: pictures not visible: {info['bad'][:5]}"
+        if nb_path is not None:
+            want = expected_pictures(nbformat.read(nb_path, as_version=4))
+            assert info["pictures"] >= want, f"{name}: {info['pictures']} pictures shown, {want} in the notebook"
+        seen_ids[name] = set(info["ids"]) | set(info["names"])
+        found_links += [(name, href) for href in info["links"]]
+    assert problems == [], problems
+    assert offsite == [], f"pages tried to reach the network: {offsite[:5]}"
+
+    broken = []
+    for name, href in found_links:
+        if re.match(r"^(https?|mailto):", href):
+            continue                      # external: no network here; shape only
+        path, _, frag = href.partition("#")
+        target = name if not path else urllib.parse.unquote(path)
+        file = site / target
+        if not file.is_file():
+            broken.append(f"{name} -> {href}")
+        elif frag and target in seen_ids and not {frag, urllib.parse.unquote(frag)} & seen_ids[target]:
+            broken.append(f"{name} -> {href} (no such anchor)")
+    assert broken == [], broken
+
+    # prev/next work as a reader uses them, and a solution unfolds on click
+    first = page_of(NOTEBOOKS[0])
+    page.goto((site / "index.html").as_uri())
+    page.click(f'a[href="{first}"]')
+    assert page.url.endswith(first)
+    if len(NOTEBOOKS) > 1:
+        page.click('nav.bt-nav.top a[rel="next"]')
+        assert page.url.endswith(page_of(NOTEBOOKS[1]))
+        page.click('nav.bt-nav.top a[rel="prev"]')
+        assert page.url.endswith(first)
+    summary = page.locator("details.bt-hidden-source > summary").first
+    if summary.count():
+        code = page.locator("details.bt-hidden-source .jp-InputArea").first
+        assert not code.is_visible()
+        summary.click()
+        assert code.is_visible()
+
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    stepper = page.locator(f".{STEPPER_STATIC}").first
+    if stepper.count():       # the stepper's static frames, with the cell that made them
+        stepper.evaluate("el => { el.scrollIntoView({block: 'start'}); window.scrollBy(0, -260); }")
+    page.screenshot(path=str(ARTIFACTS / "site.png"))
+    page.close()
+    print(f"site checked in Chromium in {time.perf_counter() - start:.1f} s: {len(pages)} pages, "
+          f"screenshot {ARTIFACTS / 'site.png'}")
