@@ -69,20 +69,22 @@ def run_suite(extra=(), label="suite") -> dict:
     done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
     wall = time.perf_counter() - t0
     tail = [ln for ln in done.stdout.strip().splitlines() if ln.strip()][-1:] or [""]
-    per_file, unit_total, fails = {}, 0.0, []
+    per_file, per_test_file, unit_total, fails = {}, {}, 0.0, []
     if junit.exists():
         for case in ET.parse(junit).getroot().iter("testcase"):
             cls, t = case.get("classname", ""), float(case.get("time", 0))
-            name = case.get("file") or cls
-            if "ipynb" in cls or "ipynb" in (case.get("name") or ""):
-                key = re.sub(r"^notebooks\.", "", cls).replace(".ipynb", "") + ".ipynb"
+            if cls.startswith("notebooks."):
+                key = cls[len("notebooks."):]
                 per_file[key] = per_file.get(key, 0.0) + t
             else:
                 unit_total += t
+                key = ".".join(cls.split(".")[:2]).replace(".", "/") + ".py"
+                per_test_file[key] = per_test_file.get(key, 0.0) + t
             if case.find("failure") is not None or case.find("error") is not None:
                 fails.append(f"{cls}::{case.get('name')}")
     return {"cmd": " ".join(cmd[1:]), "wall_s": wall, "exit": done.returncode, "summary": tail[0],
             "unit_tests_s": unit_total, "notebook_s": dict(sorted(per_file.items(), key=lambda kv: -kv[1])),
+            "test_file_s": dict(sorted(per_test_file.items(), key=lambda kv: -kv[1])),
             "failures": fails[:20]}
 
 
@@ -368,10 +370,18 @@ def report(res) -> str:
                 ["full validation: unit tests + nbval, -n 2 --dist loadscope", f"{s['wall_s']:.1f} s",
                  f"exit {s['exit']}: {s['summary']}"],
                 ["ratio suite / floor (target <= 1.5)", f"{s['wall_s'] / f['total_s']:.2f} x", ""]]
+        if "nbval_only" in res:
+            n = res["nbval_only"]
+            rows += [["nbval only (pytest ... notebooks), same options", f"{n['wall_s']:.1f} s",
+                      f"exit {n['exit']}: {n['summary']}"],
+                     ["ratio nbval only / floor", f"{n['wall_s'] / f['total_s']:.2f} x", ""]]
         parts.append(table(rows, ["what", "time", "detail"]))
         nb = [[k, f"{v:.1f} s"] for k, v in s["notebook_s"].items()]
-        nb.append(["(unit tests, summed over workers)", f"{s['unit_tests_s']:.1f} s"])
-        parts.append(table(nb, ["notebook (cells summed, incl. kernel start)", "time"]))
+        nb.append(["all notebooks", f"{sum(s['notebook_s'].values()):.1f} s"])
+        parts.append(table(nb, ["notebook (its cells' times summed, incl. kernel start)", "time"]))
+        tf = [[k, f"{v:.1f} s"] for k, v in list(s["test_file_s"].items())[:10]]
+        tf.append(["all unit tests", f"{s['unit_tests_s']:.1f} s"])
+        parts.append(table(tf, ["slowest unit-test files (times summed)", "time"]))
     if "renderer" in res:
         r = res["renderer"]
         rows = [[c["case"], f"{c['ours_ms']:.2f}", f"{c['torchviz_ms']:.2f}", f"{c['ratio']:.2f} x",
@@ -442,6 +452,9 @@ def main(argv=None):
         say("suite: " + " ".join(SUITE_CMD[1:]) + " ...")
         res["suite"] = run_suite()
         say(f"  {res['suite']['wall_s']:.1f} s, exit {res['suite']['exit']}: {res['suite']['summary']}")
+        say("nbval only: " + " ".join(SUITE_CMD[1:]) + " notebooks ...")
+        res["nbval_only"] = run_suite(["notebooks"], label="nbval")
+        say(f"  {res['nbval_only']['wall_s']:.1f} s, exit {res['nbval_only']['exit']}")
     if "renderer" in parts or "depth" in parts:
         import torch
 
