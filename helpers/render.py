@@ -77,11 +77,33 @@ def _op_label(op, highlight=False) -> str:
             rows.append(f'<TR><TD ALIGN="LEFT"><FONT COLOR="{HELD}" POINT-SIZE="10">'
                         f'saved {esc(s.slot)}{esc(alias)}: {fmt_shape(s.shape)} {s.dtype} '
                         f'{fmt_bytes(s.nbytes)}</FONT></TD></TR>')  # shape, dtype, size: safe text
-        else:
-            rows.append(f'<TR><TD ALIGN="LEFT"><FONT COLOR="{VALUE}" POINT-SIZE="9">'
-                        f'<I>{esc(s.slot)} = {esc(s.value)}</I></FONT></TD></TR>')
+    rows.extend(_value_rows([s for s in op.saved if not s.is_tensor and s.state == "value"],
+                            any(s.is_tensor for s in op.saved)))
     return (f'<<TABLE BORDER="1" CELLBORDER="0" CELLSPACING="0" CELLPADDING="3" COLOR="{border}">'
             + "".join(rows) + "</TABLE>>")
+
+
+def _value_rows(values, saved_tensors: bool) -> list:
+    """The plain numbers an op saved, kept short in the picture (the text form lists them all).
+
+    Size bookkeeping (`*_sym_sizes`, `*_sym_strides`, ...) is collapsed to a count when the
+    op saved anything else; more than three other settings are listed by name only.
+    """
+    def row(text):
+        return f'<TR><TD ALIGN="LEFT"><FONT COLOR="{VALUE}" POINT-SIZE="9"><I>{esc(text)}</I></FONT></TD></TR>'
+
+    sizes = [v for v in values if "sym_" in v.slot]
+    settings = [v for v in values if "sym_" not in v.slot]
+    out = []
+    if len(settings) > 3:
+        out.append(row("settings: " + ", ".join(v.slot for v in settings)))
+    else:
+        out.extend(row(f"{v.slot} = {v.value}") for v in settings)
+    if sizes and (settings or saved_tensors):
+        out.append(row(f"+ {len(sizes)} size value{'s' if len(sizes) > 1 else ''}"))
+    else:
+        out.extend(row(f"{v.slot} = {v.value}") for v in sizes)
+    return out
 
 
 def _tensor_label(t, highlight=False) -> str:

@@ -157,6 +157,12 @@ def test_notebook_runs_in_jupyterlab_and_the_stepper_answers_clicks(lab, browser
     print(f"JupyterLab check in {time.perf_counter() - start:.1f} s (after the server was up)")
 
 
+# How JupyterLab shows a picture: raw SVG when trusted (an <img> inside .jp-RenderedSVG), or
+# our text/html copy, an <img> of the same SVG (trusted or not: html ranks first).
+GRAPHS = (".jp-RenderedSVG img, .jp-RenderedSVG svg, "
+          ".jp-RenderedHTMLCommon > img[src^='data:image/svg+xml']")
+
+
 def drive_jupyterlab(page, port, token):
     from playwright.sync_api import expect   # here: without playwright the fixtures skip loudly
 
@@ -182,6 +188,12 @@ def drive_jupyterlab(page, port, token):
     frame0.scroll_into_view_if_needed()
     assert frame0.evaluate("el => el.complete && el.naturalWidth > 50")
     page.screenshot(path=str(ARTIFACTS / "lab-before-run.png"))
+    # A fresh clone is untrusted: JupyterLab will not render raw SVG, so every picture also
+    # carries an <img> copy in text/html. The graphs must be visible before anything runs.
+    committed = page.locator(GRAPHS)
+    assert committed.count() >= n_svg, ("graphs visible before running", committed.count(), n_svg)
+    assert all(committed.nth(i).evaluate("el => el.complete && el.naturalWidth > 50")
+               for i in range(committed.count()))
 
     # Run > Run All Cells, as a learner does.
     page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
@@ -205,7 +217,7 @@ def drive_jupyterlab(page, port, token):
     error_texts = [t for t in errors.all_inner_texts() if "Error" in t]
     assert len(error_texts) == 1 and "Trying to backward through the graph a second time" in error_texts[0], error_texts
 
-    graphs = page.locator(".jp-RenderedSVG img, .jp-RenderedSVG svg")   # JupyterLab shows SVG in an <img>
+    graphs = page.locator(GRAPHS)
     assert graphs.count() >= n_svg, (graphs.count(), n_svg)
     for i in range(graphs.count()):
         g = graphs.nth(i)
