@@ -12,7 +12,9 @@ stamp=.venv/.requirements.sha256
 want="$(sha256sum requirements.txt pyproject.toml | sha256sum | cut -d' ' -f1)"
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   echo "setup: installing requirements.txt into .venv (first run takes a few minutes)"
-  .venv/bin/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
+  # (this machine's pip config lists local indexes; their "is ignored" warnings are noise)
+  .venv/bin/python -m pip install --quiet --disable-pip-version-check -r requirements.txt \
+    2>&1 | { grep -v "is ignored: it is neither a file nor a directory" || true; }
   echo "$want" > "$stamp"
 fi
 export PATH="$ROOT/.venv/bin:$PATH"
