@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from autograd_programs import Square
 
 from helpers.graph import draw, watch
 from helpers.walk import GraphInputError
@@ -32,20 +33,10 @@ def _modified_saved_tensor():
     return y
 
 
-class _Square(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
-        return x * x
-
-    @staticmethod
-    def backward(ctx, g):
-        (x,) = ctx.saved_tensors
-        return 2 * x * g
 
 
 def _custom_fn_after_backward():
-    y = _Square.apply(leaf(2)).sum()
+    y = Square.apply(leaf(2)).sum()
     y.backward()                    # drawn for the first time only now
     return y
 

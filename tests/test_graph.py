@@ -5,6 +5,7 @@ import sys
 
 import pytest
 import torch
+from autograd_programs import Square
 
 from helpers.graph import compare, draw, watch
 from helpers.walk import GraphInputError, snapshot
@@ -130,17 +131,6 @@ def test_retained_intermediate_shows_grad():
 
 
 def test_custom_function_saved_tensors_tracked():
-    class Square(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx, x):
-            ctx.save_for_backward(x)
-            return x * x
-
-        @staticmethod
-        def backward(ctx, g):
-            (x,) = ctx.saved_tensors
-            return 2 * x * g
-
     x = torch.tensor([1.0, 2.0], requires_grad=True)
     y = Square.apply(x).sum()
     assert ("SquareBackward", "saved_tensors[0]") in saved_states(snapshot(y))
