@@ -26,11 +26,11 @@ def setup(seed: int = 0) -> None:
 
 
 def versions() -> str:
-    import graphviz
-    import matplotlib
+    # package metadata, not imports: importing matplotlib just to print its version costs ~0.3 s
+    from importlib.metadata import version
 
     return (f"python {platform.python_version()} | torch {torch.__version__} | "
-            f"matplotlib {matplotlib.__version__} | graphviz (python) {graphviz.__version__}")
+            f"matplotlib {version('matplotlib')} | graphviz (python) {version('graphviz')}")
 
 
 def expect_raised(kind: type, stable_text: str) -> None:
