@@ -21,15 +21,26 @@ from collections import Counter, deque
 
 import torch
 
+from .walk import COUNT_LIMIT, GraphInputError
 
-def reachable_nodes(*roots) -> list:
-    """Every grad_fn node reachable from `roots` (tensors), breadth-first, iteratively."""
+
+def reachable_nodes(*roots, limit: int = COUNT_LIMIT) -> list:
+    """Every grad_fn node reachable from `roots` (tensors), breadth-first, iteratively.
+
+    Bounded by the same ceiling as the renderer's walk (helpers.walk.COUNT_LIMIT): in
+    torch 2.13, touching the nodes of a very deep graph from Python makes freeing it
+    later crash the process, so a graph larger than `limit` is refused, not walked.
+    """
     seen, order = set(), []
     queue = deque(t.grad_fn for t in roots if isinstance(t, torch.Tensor) and t.grad_fn is not None)
     while queue:
         fn = queue.popleft()
         if fn in seen:
             continue
+        if len(order) >= limit:
+            raise GraphInputError(
+                f"this graph has more than {limit:,} nodes: too many to hook or trace node by node. "
+                "Use a smaller example (fewer layers or steps).")
         seen.add(fn)
         order.append(fn)
         queue.extend(n for n, _ in fn.next_functions if n is not None)

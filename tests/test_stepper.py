@@ -1,4 +1,5 @@
 """The backward stepper: engine order, release timing, gradients, static and widget views."""
+import inspect
 import base64
 import re
 
@@ -202,3 +203,17 @@ def test_nbval_compares_the_captions_but_not_the_svg_inside_the_html():
     assert other_engine != html and sanitize(other_engine) == sanitize(html)
     assert sanitize(html.replace("step 4 of 6", "step 5 of 6")) != sanitize(html)
     assert sanitize(html).count("base64,SVG") == 7
+
+
+def test_reachable_nodes_is_bounded_like_the_renderer():
+    """Tracing shares the renderer's ceiling: a graph over the limit is refused, not walked."""
+    from helpers.walk import COUNT_LIMIT
+
+    x = torch.ones(2, requires_grad=True)
+    y = x
+    for _ in range(60):
+        y = y * 1.5
+    assert len(reachable_nodes(y, limit=61)) == 61          # 60 MulBackward0 + AccumulateGrad
+    with pytest.raises(GraphInputError, match="more than 50 nodes"):
+        reachable_nodes(y, limit=50)
+    assert inspect.signature(reachable_nodes).parameters["limit"].default == COUNT_LIMIT
