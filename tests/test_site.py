@@ -72,6 +72,32 @@ def test_pages_need_no_network_and_keep_solutions_folded(site):
             assert "<math" in text, f"{nb_path.name}: math not converted to MathML"
 
 
+def test_pages_keep_alt_text_focus_and_highlighted_escaped_code(site):
+    """build_site replaces nbconvert's bleach and BeautifulSoup passes; what they gave must stay."""
+    pictures = 0
+    for nb_path in NOTEBOOKS:
+        nb = nbformat.read(nb_path, as_version=4)
+        text = (site / page_of(nb_path)).read_text()
+        imgs = re.findall(r"<img\b[^>]*>", text)
+        pictures += len(imgs)
+        assert all(re.search(r'\balt="[^"]+"', i) for i in imgs), nb_path.name
+        code_cells = [c for c in nb.cells if c.cell_type == "code"]
+        assert text.count('class="jp-Cell-inputWrapper" tabindex="0"') == len(code_cells) + sum(
+            c.cell_type != "code" for c in nb.cells), nb_path.name                 # every cell's input
+        assert '<span class="kn">import</span>' in text, nb_path.name              # Pygments ran
+    assert pictures > 50
+
+
+def test_code_with_markup_in_it_is_shown_escaped_not_run():
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import build_site
+
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell('label = "<script>alert(1)</script><b>"')])
+    body, _ = build_site.exporter().from_notebook_node(nb, resources={"metadata": {"name": "t"}})
+    assert "<script>alert(1)" not in body and "<b>" not in body
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;&lt;b&gt;" in body
+
+
 def rel_links(text, rel) -> list:
     """hrefs of the <a rel=...> links of a page, whatever the attribute order."""
     from html.parser import HTMLParser
