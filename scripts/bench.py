@@ -8,6 +8,9 @@ build/bench.json, and build/bench_depth.png.
 - floor: for each notebook, start a kernel exactly as nbval does (nbval.kernel.RunningKernel,
   --nbval-current-env) and `import torch` in it. The sum is the least any notebook
   validation can cost.
+- where the rest goes, measured in the same run: the same kernel start plus a first
+  torch.optim optimizer (whose first use imports torch._dynamo, about a second), once per
+  notebook that builds one; the suite without the two browser tests; nbval alone.
 - suite: the full validation (`pytest -n 2 --dist loadscope`: unit tests + nbval over every
   notebook), wall time, and per-notebook time from its JUnit report.
 - renderer: ours (helpers.walk.snapshot + helpers.render.to_dot: the "graph description")
@@ -41,7 +44,20 @@ def say(*a):
 
 
 # ------------------------------------------------------------------------ floor and suite
-def kernel_floor(n: int) -> dict:
+FIRST_OPTIMIZER = ("import torch\n"
+                   "torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=0.1)")
+BROWSER_TESTS = ["tests/test_lab.py", "tests/test_site.py"]
+
+
+def optimizer_notebooks() -> list:
+    """Notebooks whose code builds a torch.optim optimizer (its first use imports torch._dynamo)."""
+    import nbformat
+
+    return [p.name for p in NOTEBOOKS if re.search(r"\boptim\.[A-Z]", "\n".join(
+        c.source for c in nbformat.read(p, as_version=4).cells if c.cell_type == "code"))]
+
+
+def kernel_floor(n: int, code: str = "import torch") -> dict:
     """Start a kernel the way nbval does and import torch in it, n times (one per notebook)."""
     from nbval.kernel import CURRENT_ENV_KERNEL_NAME, RunningKernel
 
@@ -49,7 +65,7 @@ def kernel_floor(n: int) -> dict:
     for _ in range(n):
         t0 = time.perf_counter()
         k = RunningKernel(CURRENT_ENV_KERNEL_NAME, cwd=str(ROOT / "notebooks"))
-        msg = k.execute_cell_input("import torch")
+        msg = k.execute_cell_input(code)
         k.await_reply(msg, timeout=300)
         k.await_idle(msg, 300)
         t1 = time.perf_counter()
@@ -370,6 +386,17 @@ def report(res) -> str:
                 ["full validation: unit tests + nbval, -n 2 --dist loadscope", f"{s['wall_s']:.1f} s",
                  f"exit {s['exit']}: {s['summary']}"],
                 ["ratio suite / floor (target <= 1.5)", f"{s['wall_s'] / f['total_s']:.2f} x", ""]]
+        if "optim_floor" in res:
+            o = res["optim_floor"]
+            extra = (o["median_s"] - f["median_s"]) * len(o["notebooks"])
+            rows += [[f"+ first torch.optim optimizer (imports torch._dynamo), in {len(o['notebooks'])} notebooks",
+                      f"+{extra:.1f} s", f"{o['median_s']:.2f} s vs {f['median_s']:.2f} s a kernel (median)"],
+                     ["ratio suite / (floor + that)", f"{s['wall_s'] / (f['total_s'] + extra):.2f} x", ""]]
+        if "no_browser" in res:
+            b = res["no_browser"]
+            rows += [["without the browser tests (test_lab, test_site), same options", f"{b['wall_s']:.1f} s",
+                      f"exit {b['exit']}: {b['summary']}"],
+                     ["ratio without browser tests / floor", f"{b['wall_s'] / f['total_s']:.2f} x", ""]]
         if "nbval_only" in res:
             n = res["nbval_only"]
             rows += [["nbval only (pytest ... notebooks), same options", f"{n['wall_s']:.1f} s",
@@ -456,9 +483,16 @@ def main(argv=None):
         say(f"floor: {len(NOTEBOOKS)} kernel start(s) + import torch ...")
         res["floor"] = kernel_floor(max(1, len(NOTEBOOKS)))
         say(f"  {res['floor']['total_s']:.1f} s")
+        uses = optimizer_notebooks()
+        say(f"same, plus a first torch.optim optimizer ({len(uses)} notebooks build one) ...")
+        res["optim_floor"] = {**kernel_floor(max(1, len(uses)), FIRST_OPTIMIZER), "notebooks": uses}
+        say(f"  {res['optim_floor']['total_s']:.1f} s")
         say("suite: " + " ".join(SUITE_CMD[1:]) + " ...")
         res["suite"] = run_suite()
         say(f"  {res['suite']['wall_s']:.1f} s, exit {res['suite']['exit']}: {res['suite']['summary']}")
+        say("without the browser tests ...")
+        res["no_browser"] = run_suite([f"--ignore={t}" for t in BROWSER_TESTS], label="nobrowser")
+        say(f"  {res['no_browser']['wall_s']:.1f} s, exit {res['no_browser']['exit']}")
         say("nbval only: " + " ".join(SUITE_CMD[1:]) + " notebooks ...")
         res["nbval_only"] = run_suite(["notebooks"], label="nbval")
         say(f"  {res['nbval_only']['wall_s']:.1f} s, exit {res['nbval_only']['exit']}")
