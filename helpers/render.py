@@ -60,11 +60,11 @@ def _op_label(op, highlight=False) -> str:
     for s in op.saved:
         if s.state == "freed":
             size = "" if s.shape is None else f" {fmt_shape(s.shape)} {fmt_bytes(s.nbytes)}"
-            size = (f" = {s.alias}" if s.alias else "") + size
+            size = (f" {s.alias_note()}" if s.alias else "") + size
             rows.append(f'<TR><TD ALIGN="LEFT"><FONT COLOR="{FREED}" POINT-SIZE="10">'
                         f'<S>saved {esc(s.slot)}{esc(size)}</S>&#160;&#160;<B>FREED</B></FONT></TD></TR>')
         elif s.is_tensor and s.modified:  # held, but changed in place since it was saved
-            alias = f" = {s.alias}" if s.alias else ""
+            alias = f" {s.alias_note()}" if s.alias else ""
             size = "" if s.shape is None else f": {fmt_shape(s.shape)} {s.dtype} {fmt_bytes(s.nbytes)}"
             rows.append(f'<TR><TD ALIGN="LEFT"><FONT COLOR="{MODIFIED}" POINT-SIZE="10">'
                         f'saved {esc(s.slot)}{esc(alias)}{esc(size)}<BR ALIGN="LEFT"/>'
@@ -73,7 +73,7 @@ def _op_label(op, highlight=False) -> str:
             rows.append(f'<TR><TD ALIGN="LEFT"><FONT COLOR="{VALUE}" POINT-SIZE="10">'
                         f'saved {esc(s.slot)}: <B>unreadable</B> ({esc(s.value)})</FONT></TD></TR>')
         elif s.is_tensor:
-            alias = f" = {s.alias}" if s.alias else ""
+            alias = f" {s.alias_note()}" if s.alias else ""
             rows.append(f'<TR><TD ALIGN="LEFT"><FONT COLOR="{HELD}" POINT-SIZE="10">'
                         f'saved {esc(s.slot)}{esc(alias)}: {fmt_shape(s.shape)} {s.dtype} '
                         f'{fmt_bytes(s.nbytes)}</FONT></TD></TR>')  # shape, dtype, size: safe text

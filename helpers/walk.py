@@ -41,6 +41,13 @@ class Saved:
     alias: str | None = None   # a named tensor sharing this storage ('a', 'c', ...)
     value: str | None = None   # printed form of a non-tensor value
     modified: str | None = None  # held, but changed in place since saved: "version 1 -> 2"
+    alias_view: bool = False   # True: same memory as `alias`, but another shape/stride/offset
+
+    def alias_note(self) -> str:
+        """'= a' (the named tensor itself), 'shares memory with a' (another view of its memory)."""
+        if not self.alias:
+            return ""
+        return f"shares memory with {self.alias}" if self.alias_view else f"= {self.alias}"
 
     def describe(self) -> str:
         if not self.is_tensor:
@@ -50,7 +57,7 @@ class Saved:
             stale = f" (reading it raised {self.value})"
         if self.shape is None:
             return f"{self.slot}: size unknown{stale}"
-        alias = f" (= {self.alias})" if self.alias else ""
+        alias = f" ({self.alias_note()})" if self.alias else ""
         return f"{self.slot}{alias}: {fmt_shape(self.shape)} {self.dtype} {fmt_bytes(self.nbytes)}{stale}"
 
 
@@ -199,11 +206,29 @@ def _unreadable_state(err: Exception) -> tuple:
     return "unreadable", note
 
 
+def _geometry(t):
+    return tuple(t.shape), t.stride(), t.storage_offset()
+
+
 def _tensor_saved(slot, t, storages) -> Saved:
-    alias = storages.get(_storage_key(t)) if storages else None
+    """A held saved tensor; named after a tensor the caller named if they share memory: '= a'
+    when it is `a` seen the same way (shape, strides, offset), '= a.T' when it is a 2-D `a`
+    transposed, else 'shares memory with a'."""
+    named = storages.get(_storage_key(t), []) if storages else []
+    alias, view = None, False
+    if named:
+        try:
+            geometry = _geometry(t)
+        except Exception:  # noqa: BLE001 - no strides (sparse, ...): only the storage is known
+            geometry = None
+        exact = [n for n, g in named if g is not None and g == geometry]
+        transposed = [f"{n}.T" for n, g in named if g is not None and geometry is not None
+                      and len(g[0]) == 2 and g[0][::-1] == geometry[0] and g[1][::-1] == geometry[1]
+                      and g[2] == geometry[2]]     # a Linear layer saves its weight as weight.T
+        alias, view = ((exact or transposed)[0], False) if exact or transposed else (named[0][0], True)
     return Saved(slot=slot, is_tensor=True, state="held", shape=tuple(t.shape),
                  dtype=_dtype_name(t.dtype), nbytes=t.numel() * t.element_size(),
-                 alias=alias)
+                 alias=alias, alias_view=view)
 
 
 def _storage_key(t):
@@ -239,7 +264,7 @@ def _read_saved(fn, storages) -> list:
             modified = note if state == "held" else None
             value = note if state == "unreadable" else None
             if prev:
-                out.extend(Saved(p.slot, True, state, p.shape, p.dtype, p.nbytes, p.alias, value, modified)
+                out.extend(Saved(p.slot, True, state, p.shape, p.dtype, p.nbytes, p.alias, value, modified, p.alias_view)
                            for p in prev)
             else:
                 out.append(Saved(slot, True, state, value=value, modified=modified))
@@ -360,7 +385,11 @@ def snapshot(*roots, names=None, max_nodes=300) -> Snapshot:
             leaf_name[id(t)] = n
         key = _storage_key(t)
         if key is not None:
-            storages.setdefault(key, n)
+            try:
+                geometry = _geometry(t)
+            except Exception:  # noqa: BLE001
+                geometry = None
+            storages.setdefault(key, []).append((n, geometry))
 
     snap = Snapshot(roots=root_names, ops={}, tensors={}, edges=[])
     node_id: dict = {}        # grad_fn -> id; holds refs only during the walk

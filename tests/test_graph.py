@@ -228,3 +228,46 @@ def test_uses_dot_when_on_path_with_same_picture(tmp_path, monkeypatch):
     assert via_dot.count('class="node"') == in_process.count('class="node"') == 9
     for word in ("PowBackward0", "MulBackward0", "saved self", "saved other"):
         assert word in via_dot and word in in_process
+
+
+def test_a_saved_tensor_is_named_after_a_tensor_only_when_it_is_that_tensor():
+    """'= feats' when the saved tensor is feats seen the same way; another view of the same
+    memory (here ReLU's result, which feats flattens) 'shares memory with feats', never '='."""
+    x = torch.randn(2, 3, 4, requires_grad=True)
+    h = x.relu()                       # ReluBackward0 saves its result: h itself
+    feats = h.flatten(1)               # a view of h's memory, another shape
+    w = torch.randn(12, 5, requires_grad=True)
+    out = (feats @ w).sum()            # MmBackward0 saves feats (self) and w (mat2)
+    snap = snapshot(out, names={"feats": feats, "w": w})
+    relu = next(op for op in snap.ops.values() if op.name == "ReluBackward0")
+    (result,) = [s for s in relu.saved if s.is_tensor]
+    assert (result.alias, result.alias_view) == ("feats", True)
+    assert result.describe().startswith("result (shares memory with feats): (2, 3, 4)")
+    mm = next(op for op in snap.ops.values() if op.name == "MmBackward0")
+    assert {s.slot: s.describe().split(":")[0] for s in mm.saved if s.is_tensor} == {
+        "self": "self (= feats)", "mat2": "mat2 (= w)"}
+    # a Linear layer saves its weight transposed: the same memory, read as weight.T
+    lin = torch.nn.Linear(3, 2)
+    y = lin(torch.randn(4, 3, requires_grad=True)).sum()
+    addmm = next(op for op in snapshot(y, names={"weight": lin.weight}).ops.values() if op.name == "AddmmBackward0")
+    assert [s.describe() for s in addmm.saved if s.slot == "mat2"] == ["mat2 (= weight.T): (3, 2) float32 24 B"]
+    sliced = lin.weight[:, :2]                        # same memory, neither the weight nor its .T
+    z = sliced.exp().sum()                            # ExpBackward0 saves a new tensor: no alias
+    z2 = (sliced * sliced).sum()                      # MulBackward0 saves the slice itself, twice
+    assert [s.alias for op in snapshot(z, names={"weight": lin.weight}).ops.values() for s in op.saved
+            if s.is_tensor] == [None]
+    mul = next(op for op in snapshot(z2, names={"weight": lin.weight}).ops.values() if op.name == "MulBackward0")
+    assert [s.alias_note() for s in mul.saved if s.is_tensor] == ["shares memory with weight"] * 2
+    # both names given: each saved tensor takes the name it is exactly
+    snap2 = snapshot(out, names={"feats": feats, "h": h, "w": w})
+    relu2 = next(op for op in snap2.ops.values() if op.name == "ReluBackward0")
+    assert [s.alias_note() for s in relu2.saved if s.is_tensor] == ["= h"]
+    # the picture says the same, and after backward the freed buffer keeps its note
+    with watch(out, names={"feats": feats, "w": w}) as seen:
+        out.backward()
+    dot, text = seen.picture.dot, repr(seen)
+    assert "saved result shares memory with feats" in dot and "saved result = feats" not in dot
+    assert "held  result (shares memory with feats)" in text and "FREED result (shares memory with feats)" in text
+    after = snapshot(out, names={"feats": feats, "w": w})
+    relu3 = next(op for op in after.ops.values() if op.name == "ReluBackward0")
+    assert [(s.state, s.alias_note()) for s in relu3.saved if s.is_tensor] == [("freed", "shares memory with feats")]
