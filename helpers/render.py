@@ -116,7 +116,7 @@ def _tensor_label(t, highlight=False) -> str:
         rows.append(f'<TR><TD><FONT POINT-SIZE="10">retains grad: {esc(t.grad)}</FONT></TD></TR>')
     else:
         rows.append(f'<TR><TD><FONT POINT-SIZE="9" COLOR="{VALUE}">'
-                    '<I>non-leaf: .grad not kept</I></FONT></TD></TR>')
+                    '<I>grad: not kept (non-leaf)</I></FONT></TD></TR>')
     return (f'<<TABLE BORDER="1" CELLBORDER="0" CELLSPACING="0" CELLPADDING="2" BGCOLOR="{fill}">'
             + "".join(rows) + "</TABLE>>")
 

@@ -1,5 +1,6 @@
 """Unit tests of the graph renderer: structure, freed vs held, depth, cap, bad input, engines."""
 import os
+import re
 import subprocess
 import sys
 
@@ -271,3 +272,18 @@ def test_a_saved_tensor_is_named_after_a_tensor_only_when_it_is_that_tensor():
     after = snapshot(out, names={"feats": feats, "w": w})
     relu3 = next(op for op in after.ops.values() if op.name == "ReluBackward0")
     assert [(s.state, s.alias_note()) for s in relu3.saved if s.is_tensor] == [("freed", "shares memory with feats")]
+
+
+def test_every_tensor_box_says_what_its_grad_is():
+    """Leaf: 'grad: <value>'; retained non-leaf: 'retains grad: <value>'; other non-leaf:
+    'grad: not kept (non-leaf)', so each box answers 'where is my .grad?' the same way."""
+    a = torch.tensor([1.0, 2.0], requires_grad=True)
+    h = a * 3
+    h.retain_grad()
+    b = h.exp()
+    out = b.sum()
+    out.backward(retain_graph=True)
+    dot = draw(out, names={"a": a, "h": h, "b": b, "out": out}).dot
+    rows = re.findall(r"(?:retains )?grad: [^<]*", dot)
+    # a.grad = 3 e^(3a) = [60.26, 1210]; h.grad = e^h = [20.09, 403.4]
+    assert rows == ["grad: [60.26, 1210]", "retains grad: [20.09, 403.4]"] + ["grad: not kept (non-leaf)"] * 2
