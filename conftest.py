@@ -16,6 +16,29 @@ def pytest_collectstart(collector):
 
 
 # ------------------------------------------------------------------------------------
+# Order for two workers (`-n 2 --dist loadscope`): xdist hands out one file at a time, by
+# default the files with the most tests first, which put the three slowest files (one test
+# each, 5-15 s) last, with the other worker idle meanwhile. The slow ones go first instead;
+# then the notebooks, then the quick unit tests, which fill the gaps at the end.
+SLOW_FIRST = ("tests/test_lab.py", "tests/test_site.py", "tests/test_mutation.py")
+
+
+def pytest_configure(config):
+    if hasattr(config.option, "loadscopereorder"):       # xdist is loaded: keep our order
+        config.option.loadscopereorder = False
+
+
+def pytest_collection_modifyitems(config, items):
+    def rank(item):
+        path = item.nodeid.split("::", 1)[0]
+        if path in SLOW_FIRST:
+            return 0, SLOW_FIRST.index(path)
+        return (1, 0) if path.startswith("notebooks/") else (2, 0)
+
+    items.sort(key=rank)           # stable: the order within a file, and of files in a group, stays
+
+
+# ------------------------------------------------------------------------------------
 # Browser tests (tests/test_site.py, tests/test_lab.py) drive a real headless Chromium.
 # Without one they are skipped *loudly* (a summary line says so and how to enable them);
 # under CI=true a missing Chromium is a failure, never a silent pass.
