@@ -38,13 +38,14 @@ class Saved:
     shape: tuple | None = None
     dtype: str | None = None
     nbytes: int | None = None
-    alias: str | None = None   # a named tensor sharing this storage ('a', 'c', ...)
+    alias: str | None = None   # a named tensor sharing this storage ('a', 'c', 'w.T', ...)
     value: str | None = None   # printed form of a non-tensor value
     modified: str | None = None  # held, but changed in place since saved: "version 1 -> 2"
     alias_view: bool = False   # True: same memory as `alias`, but another shape/stride/offset
 
     def alias_note(self) -> str:
-        """'= a' (the named tensor itself), 'shares memory with a' (another view of its memory)."""
+        """'= a' (the named tensor itself, or 'a.T': its transpose), 'shares memory with a'
+        (another view of the same memory)."""
         if not self.alias:
             return ""
         return f"shares memory with {self.alias}" if self.alias_view else f"= {self.alias}"
@@ -207,12 +208,13 @@ def _unreadable_state(err: Exception) -> tuple:
 
 
 def _geometry(t):
-    return tuple(t.shape), t.stride(), t.storage_offset()
+    """How a tensor reads its memory: two tensors with the same storage and geometry are the same."""
+    return tuple(t.shape), t.stride(), t.storage_offset(), t.dtype
 
 
 def _tensor_saved(slot, t, storages) -> Saved:
     """A held saved tensor; named after a tensor the caller named if they share memory: '= a'
-    when it is `a` seen the same way (shape, strides, offset), '= a.T' when it is a 2-D `a`
+    when it is `a` seen the same way (shape, strides, offset, dtype), '= a.T' when it is a 2-D `a`
     transposed, else 'shares memory with a'."""
     named = storages.get(_storage_key(t), []) if storages else []
     alias, view = None, False
@@ -224,7 +226,7 @@ def _tensor_saved(slot, t, storages) -> Saved:
         exact = [n for n, g in named if g is not None and g == geometry]
         transposed = [f"{n}.T" for n, g in named if g is not None and geometry is not None
                       and len(g[0]) == 2 and g[0][::-1] == geometry[0] and g[1][::-1] == geometry[1]
-                      and g[2] == geometry[2]]     # a Linear layer saves its weight as weight.T
+                      and g[2:] == geometry[2:]]   # a Linear layer saves its weight as weight.T
         alias, view = ((exact or transposed)[0], False) if exact or transposed else (named[0][0], True)
     return Saved(slot=slot, is_tensor=True, state="held", shape=tuple(t.shape),
                  dtype=_dtype_name(t.dtype), nbytes=t.numel() * t.element_size(),

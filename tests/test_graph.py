@@ -259,6 +259,10 @@ def test_a_saved_tensor_is_named_after_a_tensor_only_when_it_is_that_tensor():
             if s.is_tensor] == [None]
     mul = next(op for op in snapshot(z2, names={"weight": lin.weight}).ops.values() if op.name == "MulBackward0")
     assert [s.alias_note() for s in mul.saved if s.is_tensor] == ["shares memory with weight"] * 2
+    bits = lin.weight.detach().view(torch.int32)     # the weight's memory, same shape, read as int32
+    sq = (lin.weight * lin.weight).sum()              # MulBackward0 saves the weight itself
+    mul3 = next(op for op in snapshot(sq, names={"bits": bits}).ops.values() if op.name == "MulBackward0")
+    assert [s.alias_note() for s in mul3.saved if s.is_tensor] == ["shares memory with bits"] * 2
     # both names given: each saved tensor takes the name it is exactly
     snap2 = snapshot(out, names={"feats": feats, "h": h, "w": w})
     relu2 = next(op for op in snap2.ops.values() if op.name == "ReluBackward0")
