@@ -18,11 +18,33 @@ def format_warning(message, category, filename, lineno, line=None) -> str:
 
 
 def setup(seed: int = 0) -> None:
-    """Call once at the top of every notebook: seeds, print options, stable warnings."""
+    """Call once at the top of every notebook: seeds, print options, stable warnings, and a
+    text description (alt) for every figure shown."""
     torch.manual_seed(seed)
     torch.set_printoptions(precision=4, sci_mode=False)
     warnings.formatwarning = format_warning
     warnings.simplefilter("always")   # a warning shows each time its cell runs, not once
+    describe_figures()
+
+
+def describe_figures() -> None:
+    """In IPython, every matplotlib figure's picture gets an `alt` text in its output metadata
+    (helpers.plots.figure_alt): the static site shows it, a screen reader reads it. Registered
+    by class name, so matplotlib is not imported until a figure is shown."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return
+    ip = get_ipython()
+    if ip is not None:
+        ip.display_formatter.mimebundle_formatter.for_type_by_name(
+            "matplotlib.figure", "Figure", _figure_alt_metadata)
+
+
+def _figure_alt_metadata(fig, include=None, exclude=None):
+    from helpers.plots import figure_alt
+
+    return {}, {"image/png": {"alt": figure_alt(fig)}}   # the PNG itself: the inline backend
 
 
 def versions() -> str:

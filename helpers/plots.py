@@ -5,8 +5,53 @@ Their text form (`<Figure size ...>`) is stable, so nbval compares it; the PNG i
 """
 from __future__ import annotations
 
+import re
 
 import matplotlib.pyplot as plt
+
+MAX_PANELS = 4       # panels described one by one in a figure's alt text; the rest are counted
+
+
+def figure_alt(fig) -> str:
+    """A text description of a matplotlib figure, for the `alt` of its picture (screen readers,
+    the static site): per panel its title, axis labels, legend entries and, for bar charts,
+    each bar's label and height. Built from the figure itself, so any figure gets one."""
+    panels = []
+    for ax in fig.axes:
+        if not ax.has_data():
+            continue
+        title = ax.get_title().strip()
+        bits = [f"image: {title}" if ax.images else (title or "untitled panel")]
+        axis = []
+        for name, label, scale in (("x", ax.get_xlabel(), ax.get_xscale()), ("y", ax.get_ylabel(), ax.get_yscale())):
+            if label:
+                axis.append(f"{name}: {label}" + (" (log scale)" if scale == "log" else ""))
+        if axis:
+            bits.append(", ".join(axis))
+        legend = ax.get_legend()
+        if legend is not None:
+            bits.append("lines: " + "; ".join(t.get_text() for t in legend.get_texts()))
+        bars = [b for c in ax.containers for b in getattr(c, "patches", [])]
+        if bars:
+            names = _category_names(ax)
+            values = [f"{name}: {b.get_height():,.4g}" if name else f"{b.get_height():,.4g}"
+                      for name, b in zip(names or [""] * len(bars), bars)]
+            bits.append("bars: " + "; ".join(values))
+        panels.append(", ".join(bits))
+    if not panels:
+        return "an empty figure"
+    more = f"; and {len(panels) - MAX_PANELS} more panels" if len(panels) > MAX_PANELS else ""
+    kind = "chart" if len(panels) == 1 else f"figure of {len(panels)} panels"
+    text = f"A {kind}: " + " | ".join(panels[:MAX_PANELS]) + more
+    text = re.sub(r"\\([A-Za-z]+)", r"\1", text.replace("$", ""))    # mathtext $\sigma(x)$ -> sigma(x)
+    return " ".join(text.replace("\n", " ").split())
+
+
+def _category_names(ax) -> list:
+    """The category labels of a bar chart drawn with string x values, in order."""
+    units = ax.xaxis.get_units()
+    mapping = getattr(units, "_mapping", None)    # matplotlib.category.UnitData
+    return [str(k) for k in mapping] if mapping else []
 
 
 def _finish(fig, ax):

@@ -71,6 +71,18 @@ TEMPLATE = r"""
      </div>
 </div>
 {%- endblock input %}
+{% block data_png scoped -%}
+{#- nbconvert's lab block, plus the alt text helpers.notebook puts in a figure's output metadata -#}
+<div class="jp-RenderedImage jp-OutputArea-output {{ extra_class }}">
+<img src="data:image/png;base64,{{ output.data['image/png'] | escape_html }}"
+{%- set alt = output | get_metadata('alt', 'image/png') -%}
+{%- if alt %} alt="{{ alt | escape_html }}"{% endif -%}
+{%- set width = output | get_metadata('width', 'image/png') -%}
+{%- if width is not none %} width={{ width | escape_html }}{% endif -%}
+{%- set height = output | get_metadata('height', 'image/png') -%}
+{%- if height is not none %} height={{ height | escape_html }}{% endif %} class="">
+</div>
+{%- endblock data_png %}
 {% block input_group -%}
 {%- if cell.metadata.get('jupyter', {}).get('source_hidden') -%}
 <details class="bt-hidden-source"><summary>Hidden code: click to show</summary>

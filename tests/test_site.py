@@ -81,6 +81,9 @@ def test_pages_keep_alt_text_focus_and_highlighted_escaped_code(site):
         imgs = re.findall(r"<img\b[^>]*>", text)
         pictures += len(imgs)
         assert all(re.search(r'\balt="[^"]+"', i) for i in imgs), nb_path.name
+        charts = [i for i in imgs if 'src="data:image/png' in i]       # matplotlib figures: described
+        assert len(charts) == sum("image/png" in o.get("data", {}) for c in nb.cells for o in c.get("outputs", []))
+        assert all(re.search(r'\balt="A (?:chart|figure of \d+ panels): [^"]{10,}"', i) for i in charts), nb_path.name
         code_cells = [c for c in nb.cells if c.cell_type == "code"]
         assert text.count('class="jp-Cell-inputWrapper" tabindex="0"') == len(code_cells) + sum(
             c.cell_type != "code" for c in nb.cells), nb_path.name                 # every cell's input
