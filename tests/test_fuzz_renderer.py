@@ -128,97 +128,66 @@ def _combine(a, b):
     return (a, b) if a.shape == b.shape else (a, b.sum())
 
 
+# One-expression ops: op -> f(a, b, k) returning the new tensors.
+SIMPLE = {
+    "exp": lambda a, b, k: [a.exp()],
+    "tanh": lambda a, b, k: [a.tanh()],
+    "sin": lambda a, b, k: [a.sin()],
+    "sigmoid": lambda a, b, k: [torch.sigmoid(a)],
+    "relu": lambda a, b, k: [torch.relu(a)],
+    "pow2": lambda a, b, k: [a ** 2],
+    "mul_const": lambda a, b, k: [a * (k + 1.5)],
+    "add_const": lambda a, b, k: [a + k],
+    "neg": lambda a, b, k: [-a],
+    "sum": lambda a, b, k: [a.sum()],
+    "mean": lambda a, b, k: [a.mean()],
+    "clone": lambda a, b, k: [a.clone()],
+    "square_fn": lambda a, b, k: [Square.apply(a)],
+    "exp_fn": lambda a, b, k: [SaveOutput.apply(a)],
+    "scale_fn": lambda a, b, k: [SaveNothing.apply(a)],
+    "t": lambda a, b, k: [a.t()] if a.dim() == 2 else [a.view(-1)],
+    "flat": lambda a, b, k: [a.reshape(-1)],
+    "slice": lambda a, b, k: [a[..., :1]] if a.dim() else [a.unsqueeze(0)],
+    "unsqueeze": lambda a, b, k: [a.unsqueeze(0)],
+    "expand": lambda a, b, k: [a.unsqueeze(0).expand(2, *a.shape)],
+    "select": lambda a, b, k: [a[0]] if a.dim() and a.shape[0] > 0 else [a * 1],
+    "unbind": lambda a, b, k: list(a.unbind(0))[:2] if a.dim() else [a * 2],
+    "split": lambda a, b, k: list(a.reshape(-1).split(1))[:3] if a.numel() > 1 else [a + 1],
+    "matmul_like": lambda a, b, k: [a.reshape(-1, 1) @ b.reshape(1, -1)],
+    "cat": lambda a, b, k: [torch.cat([a.reshape(-1), b.reshape(-1)])],
+    "detach": lambda a, b, k: [a.detach() * 2],                          # a constant: in no graph
+    "detach_leaf": lambda a, b, k: [a.detach().clone().requires_grad_()],  # a new leaf
+    "const": lambda a, b, k: [torch.full(a.shape, float(k))],
+}
+# Two-operand ops on a broadcast-safe pair (_combine): op -> f(x, y).
+PAIRWISE = {
+    "add": lambda x, y: [x + y],
+    "mul": lambda x, y: [x * y],
+    "div": lambda x, y: [x / (y.abs() + 1)],
+    "where": lambda x, y: [torch.where(x > 0, x, y)],
+    "two_fn": lambda x, y: list(TwoOutputs.apply(x, y + 0)),
+}
+
+IN_PLACE = {"mul_": lambda c: c.mul_(2.0), "add_": lambda c: c.add_(1.0), "exp_": lambda c: c.exp_()}
+
+
 def apply_op(op, a, b, k):
     """Run one op on pool tensors a, b; return a list of new tensors (maybe empty)."""
-    if op == "exp":
-        return [a.exp()]
-    if op == "tanh":
-        return [a.tanh()]
-    if op == "sin":
-        return [a.sin()]
-    if op == "sigmoid":
-        return [torch.sigmoid(a)]
-    if op == "relu":
-        return [torch.relu(a)]
-    if op == "pow2":
-        return [a ** 2]
-    if op == "mul_const":
-        return [a * (k + 1.5)]
-    if op == "add_const":
-        return [a + k]
-    if op == "neg":
-        return [-a]
-    if op == "sum":
-        return [a.sum()]
-    if op == "mean":
-        return [a.mean()]
-    if op == "clone":
-        return [a.clone()]
-    if op == "square_fn":
-        return [Square.apply(a)]
-    if op == "exp_fn":
-        return [SaveOutput.apply(a)]
-    if op == "scale_fn":
-        return [SaveNothing.apply(a)]
-    if op == "t":
-        return [a.t()] if a.dim() == 2 else [a.view(-1)]
-    if op == "flat":
-        return [a.reshape(-1)]
-    if op == "slice":
-        return [a[..., :1]] if a.dim() else [a.unsqueeze(0)]
-    if op == "unsqueeze":
-        return [a.unsqueeze(0)]
-    if op == "expand":
-        return [a.unsqueeze(0).expand(2, *a.shape)]
-    if op == "select":
-        return [a[0]] if a.dim() and a.shape[0] > 0 else [a * 1]
-    if op == "unbind":
-        return list(a.unbind(0))[:2] if a.dim() else [a * 2]
-    if op == "split":
-        return list(a.reshape(-1).split(1))[:3] if a.numel() > 1 else [a + 1]
+    if op in SIMPLE:
+        return SIMPLE[op](a, b, k)
+    if op in PAIRWISE:
+        return PAIRWISE[op](*_combine(a, b))
     if op == "max_dim":
         if a.dim() == 0:
             return [a.clone()]
         values, indices = a.max(dim=0)
         return [values]
-    if op == "two_fn":
-        x, y = _combine(a, b)
-        s, p = TwoOutputs.apply(x, y + 0)
-        return [s, p]
-    if op == "add":
-        x, y = _combine(a, b)
-        return [x + y]
-    if op == "mul":
-        x, y = _combine(a, b)
-        return [x * y]
-    if op == "div":
-        x, y = _combine(a, b)
-        return [x / (y.abs() + 1)]
-    if op == "where":
-        x, y = _combine(a, b)
-        return [torch.where(x > 0, x, y)]
-    if op == "matmul_like":
-        return [a.reshape(-1, 1) @ b.reshape(1, -1)]
-    if op == "cat":
-        return [torch.cat([a.reshape(-1), b.reshape(-1)])]
-    # in-place ops on a fresh non-leaf (never on a leaf): may invalidate saved tensors
-    if op == "mul_":
-        c = a * 1 if a.is_leaf else a
-        return [c.mul_(2.0)]
-    if op == "add_":
-        c = a * 1 if a.is_leaf else a
-        return [c.add_(1.0)]
-    if op == "exp_":
-        c = a * 1 if a.is_leaf else a
-        return [c.exp_()]
+    if op in IN_PLACE:            # on a fresh non-leaf (never on a leaf): may invalidate saved tensors
+        return [IN_PLACE[op](a * 1 if a.is_leaf else a)]
     if op == "view_mul_":
         c = a.clone() if a.dim() else a.reshape(1).clone()
         c[0:1].mul_(3.0)            # in-place on a view: CopySlices
         return [c]
-    if op == "detach":
-        return [a.detach() * 2]   # a constant: not part of any graph
-    if op == "detach_leaf":
-        return [a.detach().clone().requires_grad_()]   # a new leaf
     if op == "no_grad":
         with torch.no_grad():
             c = a * 2
@@ -241,8 +210,6 @@ def apply_op(op, a, b, k):
     if op == "saved_hooks":
         with torch.autograd.graph.saved_tensors_hooks(lambda t: t.clone(), lambda t: t):
             return [a.sin() * b.sum()]
-    if op == "const":
-        return [torch.full(a.shape, float(k))]
     raise AssertionError(op)
 
 
