@@ -208,8 +208,18 @@ def _unreadable_state(err: Exception) -> tuple:
 
 
 def _geometry(t):
-    """How a tensor reads its memory: two tensors with the same storage and geometry are the same."""
-    return tuple(t.shape), t.stride(), t.storage_offset(), t.dtype
+    """How a tensor reads its memory: two tensors with the same storage and geometry are the
+    same; None when it has no strides (sparse, ...) and only its storage is known."""
+    try:
+        return tuple(t.shape), t.stride(), t.storage_offset(), t.dtype
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def _is_transpose(g, h) -> bool:
+    """Geometries g and h: the same 2-D memory, one read as the other's transpose."""
+    return (g is not None and h is not None and len(g[0]) == 2 and g[0][::-1] == h[0]
+            and g[1][::-1] == h[1] and g[2:] == h[2:])
 
 
 def _tensor_saved(slot, t, storages) -> Saved:
@@ -219,15 +229,10 @@ def _tensor_saved(slot, t, storages) -> Saved:
     named = storages.get(_storage_key(t), []) if storages else []
     alias, view = None, False
     if named:
-        try:
-            geometry = _geometry(t)
-        except Exception:  # noqa: BLE001 - no strides (sparse, ...): only the storage is known
-            geometry = None
-        exact = [n for n, g in named if g is not None and g == geometry]
-        transposed = [f"{n}.T" for n, g in named if g is not None and geometry is not None
-                      and len(g[0]) == 2 and g[0][::-1] == geometry[0] and g[1][::-1] == geometry[1]
-                      and g[2:] == geometry[2:]]   # a Linear layer saves its weight as weight.T
-        alias, view = ((exact or transposed)[0], False) if exact or transposed else (named[0][0], True)
+        geometry = _geometry(t)
+        same = [n for n, g in named if geometry is not None and g == geometry]
+        same += [f"{n}.T" for n, g in named if _is_transpose(g, geometry)]   # Linear saves weight.T
+        alias, view = (same[0], False) if same else (named[0][0], True)
     return Saved(slot=slot, is_tensor=True, state="held", shape=tuple(t.shape),
                  dtype=_dtype_name(t.dtype), nbytes=t.numel() * t.element_size(),
                  alias=alias, alias_view=view)
@@ -387,11 +392,7 @@ def snapshot(*roots, names=None, max_nodes=300) -> Snapshot:
             leaf_name[id(t)] = n
         key = _storage_key(t)
         if key is not None:
-            try:
-                geometry = _geometry(t)
-            except Exception:  # noqa: BLE001
-                geometry = None
-            storages.setdefault(key, []).append((n, geometry))
+            storages.setdefault(key, []).append((n, _geometry(t)))
 
     snap = Snapshot(roots=root_names, ops={}, tensors={}, edges=[])
     node_id: dict = {}        # grad_fn -> id; holds refs only during the walk
