@@ -113,25 +113,18 @@ class ComparePicture(Picture):
 def changes(before: Snapshot, after: Snapshot) -> str:
     """What backward freed and which gradients changed, in words."""
     lines = []
-    old = {(op.id, s.slot): s for op in before.ops.values() for s in op.saved if s.is_tensor}
-    freed = [(op, s) for op in after.ops.values() for s in op.saved
-             if s.state == "freed" and old.get((op.id, s.slot)) is not None
-             and old[(op.id, s.slot)].state == "held"]
+    freed = after.freed_since(before)
     if freed:
         total = sum(s.nbytes or 0 for _, s in freed)
         lines.append(f"freed {len(freed)} saved tensor(s), {fmt_bytes(total)}: "
                      + ", ".join(f"{op.name}.{s.slot}" for op, s in freed))
     else:
         lines.append("freed nothing")
-    stale = [(op, s) for op in after.ops.values() for s in op.saved
-             if s.modified and not (old.get((op.id, s.slot)) and old[(op.id, s.slot)].modified)]
+    stale = after.modified_since(before)
     if stale:
         lines.append(f"modified in place since saved: {len(stale)} saved tensor(s): "
                      + ", ".join(f"{op.name}.{s.slot} ({s.modified})" for op, s in stale))
-    grads_before = {t.name: t.grad for t in before.tensors.values()}
-    for t in after.tensors.values():
-        if t.grad != grads_before.get(t.name) and (t.role == "leaf" or t.retains_grad):
-            lines.append(f"{t.name}.grad: {grads_before.get(t.name)} -> {t.grad}")
+    lines.extend(after.grad_changes_since(before))
     return "\n".join(lines)
 
 

@@ -89,10 +89,6 @@ def _first_sentence(err: BaseException) -> str:
     return f"{type(err).__name__}: {text}"
 
 
-def _saved_states(snap: Snapshot) -> dict:
-    return {(op.id, s.slot): s for op in snap.ops.values() for s in op.saved if s.is_tensor}
-
-
 def _merge(grads_from: Snapshot, saved_from: Snapshot) -> Snapshot:
     """`grads_from`'s tensors (their .grad) with `saved_from`'s saved-tensor states."""
     ops = {}
@@ -313,23 +309,17 @@ def step_through(run, *roots, names=None, title=None, expect_error=None,
     final = snapshot(*roots, names=names, max_nodes=max_nodes)
 
     frames = [Frame(0, snapshot=before)]
-    grads_before = {t.name: t.grad for t in before.tensors.values()}
+    prev = before
     senders: dict = {}       # node -> how many earlier steps sent it a gradient
     for k, (step, fn, snap) in enumerate(after_node):
         nxt = after_node[k + 1][2] if k + 1 < len(after_node) else final
         merged = _merge(snap, nxt)
-        held_now = _saved_states(snap)
         nid = ids.get(fn)
-        released = [(f"its saved {s.describe()}" if oid == nid else
-                     f"{oid} {merged.ops[oid].name} saved {s.describe()}")
-                    for (oid, slot), s in _saved_states(nxt).items()
-                    if s.state == "freed" and held_now.get((oid, slot)) is not None
-                    and held_now[(oid, slot)].state == "held"]
-        changes = []
-        for t in snap.tensors.values():
-            if (t.role == "leaf" or t.retains_grad) and t.grad != grads_before.get(t.name):
-                changes.append(f"{t.name}.grad: {grads_before.get(t.name)} -> {t.grad}")
-                grads_before[t.name] = t.grad
+        released = [(f"its saved {s.describe()}" if op.id == nid else
+                     f"{op.id} {merged.ops[op.id].name} saved {s.describe()}")
+                    for op, s in nxt.freed_since(snap)]
+        changes = snap.grad_changes_since(prev)
+        prev = snap
         outs = []
         if step.grad_out is not None:
             for (nf, _), g in zip(fn.next_functions, step.grad_out):

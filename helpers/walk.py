@@ -119,6 +119,24 @@ class Snapshot:
             out[s.state] = out.get(s.state, 0) + 1
         return out
 
+    # -- what changed since an earlier snapshot of the same graph ------------------
+    def freed_since(self, earlier: "Snapshot") -> list:
+        """[(op, saved)]: saved tensors held in `earlier` and freed now (matched by op id, slot)."""
+        was = {(op.id, s.slot): s.state for op, s in earlier.saved_tensors()}
+        return [(op, s) for op, s in self.saved_tensors()
+                if s.state == "freed" and was.get((op.id, s.slot)) == "held"]
+
+    def modified_since(self, earlier: "Snapshot") -> list:
+        """[(op, saved)]: saved tensors changed in place that `earlier` did not show changed."""
+        was = {(op.id, s.slot): s.modified for op, s in earlier.saved_tensors()}
+        return [(op, s) for op, s in self.saved_tensors() if s.modified and not was.get((op.id, s.slot))]
+
+    def grad_changes_since(self, earlier: "Snapshot") -> list:
+        """['x.grad: None -> [2, 4]', ...] for leaves and retained tensors whose .grad changed."""
+        was = {t.name: t.grad for t in earlier.tensors.values()}
+        return [f"{t.name}.grad: {was.get(t.name)} -> {t.grad}" for t in self.tensors.values()
+                if (t.role == "leaf" or t.retains_grad) and t.grad != was.get(t.name)]
+
 
 # --------------------------------------------------------------------------------
 # formatting of small values: deterministic by construction
