@@ -291,3 +291,15 @@ def test_every_tensor_box_says_what_its_grad_is():
     rows = re.findall(r"(?:retains )?grad: [^<]*", dot)
     # a.grad = 3 e^(3a) = [60.26, 1210]; h.grad = e^h = [20.09, 403.4]
     assert rows == ["grad: [60.26, 1210]", "retains grad: [20.09, 403.4]"] + ["grad: not kept (non-leaf)"] * 2
+
+
+def test_snapshot_says_what_changed_since_an_earlier_one():
+    g = seed_graph()
+    names = {k: g[k] for k in "abce"}
+    before = snapshot(g["e"], names=names)
+    g["e"].backward()
+    after = snapshot(g["e"], names=names)
+    assert sorted((op.name, s.slot) for op, s in after.freed_since(before)) == [
+        ("MulBackward0", "other"), ("PowBackward0", "self")]
+    assert after.freed_since(after) == [] and after.modified_since(before) == []
+    assert after.grad_changes_since(before) == ["a.grad: None -> [4, 8, 12, 16] (1, 4)"]   # de/da = 4a
