@@ -27,14 +27,13 @@ from __future__ import annotations
 import base64
 import html
 import re
-from collections import deque
 from dataclasses import dataclass, field
 
 import torch
 
 from . import render
 from .trace import BackwardTrace
-from .walk import GraphInputError, Snapshot, fmt_bytes, fmt_values, snapshot
+from .walk import GraphInputError, Snapshot, fmt_bytes, fmt_values, snapshot, snapshot_with_ids
 
 MAX_STEPS = 40
 
@@ -52,35 +51,6 @@ class Frame:
     grad_changes: list = field(default_factory=list)  # 'a.grad: None -> [1, 2]'
     error: str | None = None
     snapshot: Snapshot | None = None
-
-
-def _node_ids(roots, max_nodes) -> dict:
-    """{grad_fn: snapshot id}, assigned exactly the way helpers.walk.snapshot assigns them."""
-    ids, queue = {}, deque()
-    ops = leaves = 0
-
-    def visit(fn):
-        nonlocal ops, leaves
-        if fn in ids or len(ids) >= max_nodes:
-            return
-        if type(fn).__name__ == "AccumulateGrad":
-            leaves += 1
-            ids[fn] = f"leaf{leaves}"
-        else:
-            ops += 1
-            ids[fn] = f"op{ops}"
-            queue.append(fn)
-
-    for t in roots:
-        if t.grad_fn is None:
-            leaves += bool(t.requires_grad)
-            continue
-        visit(t.grad_fn)
-    while queue:
-        for nxt, _ in queue.popleft().next_functions:
-            if nxt is not None:
-                visit(nxt)
-    return ids
 
 
 def _first_sentence(err: BaseException) -> str:
@@ -262,13 +232,12 @@ def step_through(run, *roots, names=None, title=None, expect_error=None,
     if not roots:
         raise GraphInputError("step_through needs the tensors whose graph the call walks, "
                               "e.g. step_through(lambda: loss.backward(), loss).")
-    before = snapshot(*roots, names=names, max_nodes=max_nodes)
+    before, ids = snapshot_with_ids(*roots, names=names, max_nodes=max_nodes)
     if before.truncated:
         raise GraphInputError(
             f"this graph has {before.total_nodes} nodes, more than max_nodes={max_nodes}: "
             "step through a smaller example (a stepper frame per node stays readable only for "
             "small graphs), or pass max_nodes=N.")
-    ids = _node_ids(roots, max_nodes)
     box_of = {b.id: b for b in before.tensors.values()}
 
     def label(fn) -> str:

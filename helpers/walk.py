@@ -386,6 +386,13 @@ def _not_a_tensor(where, obj) -> str:
 
 def snapshot(*roots, names=None, max_nodes=300) -> Snapshot:
     """Walk the graph behind `roots` (tensors) and record it."""
+    return snapshot_with_ids(*roots, names=names, max_nodes=max_nodes)[0]
+
+
+def snapshot_with_ids(*roots, names=None, max_nodes=300) -> tuple:
+    """`snapshot(...)`, and {grad_fn: its id in the snapshot ('op3', 'leaf1')} for the nodes
+    drawn: what the stepper needs to name live nodes. The dict holds references to the nodes,
+    so keep it no longer than the graph itself."""
     check_roots(roots, names)
     check_max_nodes(max_nodes)
     names = dict(names or {})
@@ -498,7 +505,7 @@ def snapshot(*roots, names=None, max_nodes=300) -> Snapshot:
     if hidden or hidden_leaves:
         snap.truncated = True
         _count_hidden(snap, hidden, set(node_id), set(leaf_box), hidden_leaves)
-    return snap
+    return snap, node_id
 
 
 def _count_hidden(snap, frontier, seen_fns, drawn_leaves=frozenset(), root_leaves=()) -> None:

@@ -6,9 +6,10 @@ import re
 import pytest
 import torch
 
-from helpers.stepper import _node_ids, step_through
+from helpers.graph import describe
+from helpers.stepper import step_through
 from helpers.trace import BackwardTrace, reachable_nodes
-from helpers.walk import GraphInputError, fmt_values, snapshot
+from helpers.walk import GraphInputError, fmt_values, snapshot, snapshot_with_ids
 
 SVG = re.compile(r'src="data:image/svg\+xml;base64,([A-Za-z0-9+/=]+)"')
 
@@ -38,7 +39,7 @@ def test_release_timing_in_this_torch():
     """What the stepper relies on: a node's saved tensors are still held in its own post-hook
     and freed before the next node's pre-hook (release_variables() follows the post-hooks)."""
     t = small()
-    ids = _node_ids([t["out"]], 300)
+    _, ids = snapshot_with_ids(t["out"])
     before = held(snapshot(t["out"]))
     seen = []
     with BackwardTrace(t["out"], on_start=lambda fn: seen.append(("start", ids[fn], held(snapshot(t["out"])))),
@@ -114,10 +115,11 @@ def test_second_backward_on_a_shared_graph_stops_at_the_node_that_needs_a_freed_
 
 
 def test_node_ids_match_the_snapshot():
-    for t, roots in ((small(), ("out",)), (shared(), ("d", "e")), (shared(), ("e", "d", "c"))):
+    for t, roots in ((small(), ("out",)), (shared(), ("d", "e")), (shared(), ("e", "d", "c")),
+                     (shared(), ("a", "e"))):          # a leaf as a root, and reached through e
         tensors = [t[r] for r in roots]
-        snap = snapshot(*tensors, names=t)
-        ids = _node_ids(tensors, 300)
+        snap, ids = snapshot_with_ids(*tensors, names=t)
+        assert describe(snap) == describe(snapshot(*tensors, names=t))      # the same picture
         for fn in reachable_nodes(*tensors):
             nid = ids[fn]
             if nid.startswith("op"):
