@@ -219,3 +219,9 @@ def test_reachable_nodes_is_bounded_like_the_renderer():
     with pytest.raises(GraphInputError, match="more than 50 nodes"):
         reachable_nodes(y, limit=50)
     assert inspect.signature(reachable_nodes).parameters["limit"].default == COUNT_LIMIT
+
+
+def test_a_leaf_passed_as_a_root_is_named_in_the_steps():
+    t = shared()
+    st = step_through(lambda: t["e"].backward(), t["a"], t["e"], names={"a": t["a"], "e": t["e"]})
+    assert st.order[-1] == "AccumulateGrad of a"
