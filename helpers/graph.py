@@ -12,9 +12,7 @@ Every picture displays as SVG in JupyterLab and has a deterministic text form
 """
 from __future__ import annotations
 
-import base64
 import contextlib
-import html
 
 from . import render
 from .walk import Snapshot, fmt_bytes, fmt_shape, snapshot
@@ -75,13 +73,11 @@ class Picture:
         return self._svg
 
     def _repr_mimebundle_(self, include=None, exclude=None):
-        # text/html carries the same SVG as an <img>: JupyterLab renders raw SVG only for
-        # trusted notebooks, so a freshly cloned notebook would show text only; an <img>
-        # survives its sanitizer. nbval blanks the image data (tests/nbval_sanitize.cfg).
-        data = base64.b64encode(self.svg.encode()).decode()
-        alt = html.escape(self.text.splitlines()[0] if self.text else "autograd graph", quote=True)
+        # text/html carries the same SVG as an <img>, so a freshly cloned (untrusted) notebook
+        # shows the picture, not only its text
+        alt = self.text.splitlines()[0] if self.text else "autograd graph"
         return {"image/svg+xml": self.svg, "text/plain": self.text,
-                "text/html": f'<img src="data:image/svg+xml;base64,{data}" alt="{alt}" style="max-width:100%">'}
+                "text/html": render.svg_img(self.svg, alt, style="max-width:100%")}
 
     def __repr__(self) -> str:
         return self.text

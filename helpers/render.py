@@ -6,7 +6,9 @@ DOT source, so the picture means the same thing either way.
 """
 from __future__ import annotations
 
+import base64
 import contextlib
+import html
 import os
 import shutil
 import subprocess
@@ -216,6 +218,15 @@ def engine() -> str:
     if forced:
         return forced
     return "dot" if shutil.which("dot") else "pygraphviz"
+
+
+def svg_img(svg: str, alt: str, style: str = "") -> str:
+    """An SVG as an <img> with a data: URI. JupyterLab renders raw SVG only in trusted notebooks
+    and its sanitizer drops inline <svg>, but keeps images; nbconvert passes them through too.
+    (nbval blanks the data: tests/nbval_sanitize.cfg.)"""
+    data = base64.b64encode(svg.encode("utf-8")).decode("ascii")
+    style = f' style="{style}"' if style else ""
+    return f'<img alt="{html.escape(alt, quote=True)}" src="data:image/svg+xml;base64,{data}"{style}>'
 
 
 def svg_from_dot(source: str) -> str:

@@ -24,7 +24,6 @@ HTML export or an untrusted notebook; tests/nbval_sanitize.cfg blanks the image 
 """
 from __future__ import annotations
 
-import base64
 import html
 import re
 from dataclasses import dataclass, field
@@ -151,12 +150,8 @@ class Stepper:
                  f"{len(self.frames)} frames (run the notebook to step through them one by one)</p>",
                  '<div style="display:flex;flex-wrap:wrap;gap:12px;align-items:flex-start">']
         for i in range(len(self.frames)):
-            # an <img> with a data: URI, not inline <svg>: JupyterLab's sanitizer (untrusted
-            # notebooks) drops <svg> but keeps images, and nbconvert passes both through
-            data = base64.b64encode(self.svg(i).encode("utf-8")).decode("ascii")
-            alt = html.escape(self.caption(i).splitlines()[0], quote=True)
             parts.append('<figure class="bt-frame" style="margin:0;border:1px solid #ccc;padding:6px">'
-                         f'<img alt="{alt}" src="data:image/svg+xml;base64,{data}">'
+                         + render.svg_img(self.svg(i), self.caption(i).splitlines()[0]) +
                          '<figcaption><pre style="white-space:pre-wrap;max-width:42em">'
                          f"{html.escape(self.caption(i))}</pre></figcaption></figure>")
         parts.append("</div></div>")
