@@ -40,7 +40,7 @@ import weakref
 
 import torch
 
-from .trace import reachable_nodes
+from .trace import BackwardTrace
 
 INPLACE_MESSAGE = ("one of the variables needed for gradient computation has been modified by an "
                    "inplace operation: a saved {shape} tensor is at version {now}; expected version "
@@ -286,16 +286,8 @@ class LiveSaved(_Hooks):
         so the sample at node k shows what nodes 0..k-1 freed. The hooks are removed on
         exit: left in place they would keep the graph (and its saved tensors) alive.
         """
-        handles = []
-        for fn in reachable_nodes(*roots):
-            def prehook(grad_outputs, name=fn.name()):
-                self.mark(name)
-            handles.append(fn.register_prehook(prehook))
-        try:
+        with BackwardTrace(*roots, keep_grads=False, on_start=lambda fn: self.mark(fn.name())):
             yield self
-        finally:
-            for h in handles:
-                h.remove()
 
     def __repr__(self) -> str:
         return (f"LiveSaved(per={self.per!r}, count={self.count}, nbytes={self.nbytes}, "
