@@ -9,7 +9,7 @@ import torch
 from autograd_programs import Square, chain, seed_graph
 
 from helpers.graph import compare, draw, watch
-from helpers.walk import GraphInputError, snapshot
+from helpers.walk import snapshot
 
 
 def op_names(snap):
@@ -64,7 +64,7 @@ def test_backward_frees_every_saved_tensor_and_keeps_structure():
     assert after.bytes_by_state() == {"held": 0, "freed": before.bytes_by_state()["held"]}
     # and "freed" is true: reading the saved tensor raises, and so does e.backward()
     with pytest.raises(RuntimeError, match="freed"):
-        t["b"].grad_fn._saved_self
+        _ = t["b"].grad_fn._saved_self
     with pytest.raises(RuntimeError, match="backward through the graph a second time"):
         t["e"].backward()
 

@@ -2,7 +2,6 @@
 the speed-ups of issue 6, which must not change a single byte of output."""
 import html
 
-import graphviz
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
