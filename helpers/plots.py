@@ -52,20 +52,25 @@ def figure_alt(fig) -> str:
     return " ".join(text.replace("\n", " ").split())
 
 
-def _category_names(ax) -> list:
+def _category_names(ax) -> list[str]:
     """The category labels of a bar chart drawn with string x values, in order."""
     units = ax.xaxis.get_units()
     mapping = getattr(units, "_mapping", None)    # matplotlib.category.UnitData
     return [str(k) for k in mapping] if mapping else []
 
 
-def _finish(fig, ax):
-    """The common look, then the figure, closed: displayed once, by the cell's result,
-    not again by the inline backend."""
-    ax.spines[["top", "right"]].set_visible(False)
+def finish(fig):
+    """The figure laid out and closed: displayed once, by the cell's result, not again by the
+    inline backend. Every figure a helper returns ends here."""
     fig.tight_layout()
     plt.close(fig)
     return fig
+
+
+def _finish(fig, ax):
+    """The common look of a chart, then `finish`."""
+    ax.spines[["top", "right"]].set_visible(False)
+    return finish(fig)
 
 
 def _plain_number(value, _pos=None) -> str:
@@ -93,7 +98,7 @@ def _readable_ticks(ax, xs, logx: bool, logy: bool) -> None:
         ax.yaxis.set_minor_formatter(NullFormatter())
 
 
-def bars(values: dict, title: str, ylabel: str, fmt: str = "{:,.0f}", colors=None):
+def bars(values: dict[str, float], title: str, ylabel: str, fmt: str = "{:,.0f}", colors=None):
     """A bar chart of {label: number}, each bar labelled with its value."""
     fig, ax = plt.subplots(figsize=(6.4, 3.2), dpi=100)
     labels, heights = list(values), [float(v) for v in values.values()]
@@ -107,7 +112,7 @@ def bars(values: dict, title: str, ylabel: str, fmt: str = "{:,.0f}", colors=Non
     return _finish(fig, ax)
 
 
-def lines(xs, series: dict, title: str, xlabel: str, ylabel: str, logx=False, logy=False):
+def lines(xs, series: dict[str, list[float]], title: str, xlabel: str, ylabel: str, logx=False, logy=False):
     """One line per {name: [y values]} over the shared `xs`."""
     fig, ax = plt.subplots(figsize=(6.4, 3.6), dpi=100)
     for name, ys in series.items():
@@ -125,7 +130,7 @@ def lines(xs, series: dict, title: str, xlabel: str, ylabel: str, logx=False, lo
     return _finish(fig, ax)
 
 
-def line_panels(xs, panels: dict, title: str, xlabel: str):
+def line_panels(xs, panels: dict[str, tuple[str, dict[str, list[float]]]], title: str, xlabel: str):
     """Line charts side by side over the shared `xs`, one per {panel title: (ylabel, {name: ys})}.
 
     Series with the same values in a panel are drawn as one line, labelled at its right end
@@ -142,7 +147,7 @@ def line_panels(xs, panels: dict, title: str, xlabel: str):
     if len(ticks) > 1 and ticks[0] - xs[0] >= 0.6 * (ticks[1] - ticks[0]):
         ticks.insert(0, xs[0])                             # the first x too, when it has room
     for ax, (panel_title, (ylabel, series)) in zip(axes[0], panels.items()):
-        groups: dict = {}                                  # values -> names sharing them, first seen first
+        groups: dict[tuple, list[str]] = {}                # values -> names sharing them, first seen first
         for name, ys in series.items():
             groups.setdefault(tuple(float(y) for y in ys), []).append(name)
         top = max(max(ys) for ys in groups) or 1
@@ -160,12 +165,10 @@ def line_panels(xs, panels: dict, title: str, xlabel: str):
         ax.grid(alpha=0.3)
         ax.spines[["top", "right"]].set_visible(False)
     fig.suptitle(title, fontsize=11)
-    fig.tight_layout()
-    plt.close(fig)
-    return fig
+    return finish(fig)
 
 
-def timeline(series: dict, title: str, marks: dict | None = None,
+def timeline(series: dict[str, list[float]], title: str, marks: dict[str, list[tuple]] | None = None,
              xlabel: str = "engine steps (nodes run, in order)", ylabel: str = "saved tensors alive (KiB)"):
     """A step chart of {name: [bytes at each step]} (e.g. `LiveSaved.samples`), in KiB.
 
