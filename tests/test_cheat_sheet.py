@@ -5,28 +5,17 @@ nbval runs the notebook itself (its check cells assert); these tests check its s
 """
 import pathlib
 import re
+import sys
 import urllib.parse
 
 import nbformat
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "scripts"))
+from skeleton import anchors, heading_anchor, local_links  # noqa: E402
 SHEET = ROOT / "notebooks" / "11_cheat_sheet.ipynb"
 TOOLS = ("retain_graph=True", "create_graph=True", "retain_grad()", "detach()", "torch.no_grad()",
          "torch.autograd.grad(", "zero_grad(set_to_none")
-
-
-def heading_anchor(line: str) -> str:
-    """The id JupyterLab and nbconvert give a markdown heading: its text, code marks dropped,
-    spaces as '-' (checked against the site's ids in tests/test_site.py's browser test)."""
-    text = re.sub(r"^#+\s*", "", line).strip()
-    text = re.sub(r"[`*]", "", text)
-    return text.replace(" ", "-")
-
-
-def anchors_of(path: pathlib.Path) -> set:
-    nb = nbformat.read(path, as_version=4)
-    return {heading_anchor(line) for c in nb.cells if c.cell_type == "markdown"
-            for line in c.source.splitlines() if re.match(r"#{1,6}\s", line)}
 
 
 def table_rows(nb) -> list:
@@ -47,16 +36,14 @@ def test_table_has_one_full_row_per_tool():
 
 def test_every_section_link_resolves():
     """A notebook restructured elsewhere renames its sections: this names the broken link."""
-    nb = nbformat.read(SHEET, as_version=4)
-    text = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
-    links = re.findall(r"\]\((\d\d_\w+\.ipynb)(?:#((?:[^()\s]|\([^()\s]*\))+))?\)", text)   # (...) inside too
+    links = [(f, frag) for f, frag in local_links(nbformat.read(SHEET, as_version=4)) if frag]
     assert len(links) >= len(TOOLS)
     broken = []
     for file, frag in links:
         target = SHEET.parent / file
         if not target.is_file():
             broken.append(file)
-        elif frag and urllib.parse.unquote(frag) not in anchors_of(target):
+        elif frag and urllib.parse.unquote(frag) not in anchors(nbformat.read(target, as_version=4)):
             broken.append(f"{file}#{frag}")
     assert broken == [], f"cheat sheet links to sections that do not exist: {broken}"
 
