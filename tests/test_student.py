@@ -134,3 +134,22 @@ def test_student_notebook_runs_in_a_fresh_kernel(edition, name):
         text = "".join(o.get("text", "") for o in cell.outputs if o.output_type == "stream")
         name_ = skeleton.CHECK.search(cell.source).group(1)
         assert f"Exercise {name_}: no answer yet" in text, f"{name}: check {name_} printed {text[:200]!r}"
+
+
+def test_classifier_on_a_built_notebook():
+    """The kinds the kit relies on, on a notebook built here (Going deeper, a summary cell that
+    opens the Solutions, a solution cell, an answer and its check)."""
+    md, code = nbformat.v4.new_markdown_cell, nbformat.v4.new_code_cell
+    nb = nbformat.v4.new_notebook(cells=[
+        md("# 99 · T"), code("x = 1"),
+        md("## 1. A"), code("y = 2", metadata={"tags": ["raises-exception"]}),
+        md("### Going deeper: B", metadata={"jp-MarkdownHeadingCollapsed": True}), code("z = 3"),
+        md("## 2. Exercises"), code("answer_9_1 = ...   # an int"), code('check("9.1", answer_9_1, 3, hint="h")'),
+        md("## Summary\n- s\n\n## Solutions\nTry first."), code('check("9.1", 3, 3, hint="")'),
+        md(nav.NAV_MARK + "\n\n[Contents](README.md)")])
+    assert skeleton.classify(nb).kind == [
+        "title", "code", "heading", "raises", "deeper", "deeper", "heading", "answer", "check",
+        "solutions-heading", "solution", "nav"]
+    out = student.student_notebook(nb)
+    assert [c.source for c in out.cells][9] == "## Summary\n- s\n\n" + student.SOLUTIONS_NOTE
+    assert len(out.cells) == len(nb.cells) - 1
