@@ -201,54 +201,54 @@ QUOTES: dict[str, Quote] = _q(
      "want to do this sequentially.", "true",
      "summing is the better default (same gradients, one trunk traversal); sequential backward has its "
      "uses, such as treating each loss's gradient separately", NB03, "5.2"),
-    # ---- retain_grad() (proved in 04)
+    # ---- retain_grad() (proved in 04 §8, a Going deeper section)
     ("003-1", "If placed *after*, the gradient will be released *before* it can be used, causing errors.",
      "false", "after the ops that use y it works; only after backward() is it too late, and then y.grad is "
-     "None with no error and not even a warning", NB04, "6"),
+     "None with no error and not even a warning", NB04, "8"),
     ("003-2", "The position of `retain_grad()` directly determines which gradients are retained.", "partly",
      "only one boundary matters: before or after backward(). Before or after the ops that use the tensor, "
-     "or an in-place op on it, gives the same y.grad", NB04, "6"),
+     "or an in-place op on it, gives the same y.grad", NB04, "8"),
     ("003-3", "Failing to use it correctly leads to `RuntimeError` exceptions related to accessing freed "
      "memory.", "false", "no retain_grad(): None and a UserWarning; too late: None, silently. The only "
-     "RuntimeError is retain_grad() on a tensor with requires_grad=False, unrelated to memory", NB04, "6"),
+     "RuntimeError is retain_grad() on a tensor with requires_grad=False, unrelated to memory", NB04, "8"),
     ("003-4", "the placement affects the order in which gradients are accumulated, potentially influencing "
      "the final gradient values", "false",
      "the leaf gradient is bit-for-bit identical with retain_grad() nowhere, before the ops, after them, or "
-     "after backward", NB04, "8.1"),
+     "after backward", NB04, "8"),
     ("003-5", "Misplacement can lead to incorrect gradient calculations, silently propagating errors", "false",
      "no placement changes any gradient value; a misplaced call leaves y.grad None, not a wrong number",
-     NB04, "8.1"),
+     NB04, "8"),
     ("003-6", "Without `retain_grad()`, the gradient from the first branch would overwrite any subsequent "
      "contributions, leading to an inaccurate gradient.", "false",
      "backward adds the branches' contributions, with or without retain_grad(); the leaf gets the full sum "
-     "either way", NB04, "8.2"),
+     "either way", NB04, "8"),
     ("003-7", "Each tensor in the graph has an associated gradient buffer [...] After the backward pass "
      "completes, PyTorch, by default, releases the gradient buffers", "false",
      "leaves keep .grad after backward (it accumulates); non-leaf tensors never get one unless retained. "
-     "What backward releases are the saved tensors", NB04, "8.3"),
+     "What backward releases are the saved tensors", NB04, "8"),
     ("003-8", "The `retain_grad()` function prevents PyTorch from releasing the gradient buffers of a tensor "
      "after a backward pass.", "false",
      "with or without retain_grad() the graph saves the same bytes and backward frees all of them; "
-     "retain_grad() only adds y.grad, which was never stored before", NB04, "8.3"),
+     "retain_grad() only adds y.grad, which was never stored before", NB04, "8"),
     ("003-9", "when a tensor's gradient is required multiple times, for example, in higher-order gradient "
      "calculations [...] `retain_grad()` becomes essential", "false",
      "higher-order gradients need create_graph=True; a gradient needed several times needs "
-     "retain_graph=True; retain_grad() plays no part", NB04, "8.4"),
+     "retain_graph=True; retain_grad() plays no part", NB04, "8"),
     ("003-10", "Example 1: `retain_grad()` on `y` [...] allows us to access `y.grad` after the `backward()` "
-     "pass.", "true", "y.grad is 0.1 everywhere", NB04, "8.5"),
+     "pass.", "true", "y.grad is 0.1 everywhere", NB04, "8"),
     ("003-11", "Removing `y.retain_grad()` would result in an error because `y`'s gradient buffer would be "
-     "deallocated.", "false", "no error: y.grad is None and torch prints a UserWarning", NB04, "8.5"),
+     "deallocated.", "false", "no error: y.grad is None and torch prints a UserWarning", NB04, "8"),
     ("003-12", "Example 2 [retain_grad() after z]: `print(y.grad)` Raises a RuntimeError: Trying to access "
      "freed memory", "false", "it prints exactly Example 1's gradient: retain_grad() after the ops but "
-     "before backward() works", NB04, "8.5"),
+     "before backward() works", NB04, "8"),
     ("003-13", "Example 3: Without `retain_grad()`, the second `loss.backward()` would fail due to the "
      "deallocation of `y`'s gradient buffer after the first backward pass.", "false",
      "Example 3 as written (with retain_grad) fails at the second backward: the saved tensors were freed; "
-     "the fix is retain_graph=True", NB04, "8.5"),
+     "the fix is retain_graph=True", NB04, "8"),
     ("003-14", "Example 3: `retain_grad()` allows us to observe the different gradient values calculated in "
      "each backward pass, [...] higher-order gradient calculation.", "false",
      "as written it crashes; fixed with retain_graph=True, both passes give y the same gradient; nothing "
-     "is higher-order", NB04, "8.5"),
+     "is higher-order", NB04, "8"),
 )
 
 
@@ -266,7 +266,7 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def verdict_table(*ids: str) -> "Table":
+def verdict_table(*ids: str) -> Table:
     """The registered verdicts of `ids` (all quotes if none), as one table: Markdown in JupyterLab
     and on the site (the sources by public title, listed under it), the complete plain text for nbval."""
     quotes = [lookup(i) for i in ids] if ids else list(QUOTES.values())
@@ -365,7 +365,7 @@ class Ledger:
             return f"{VERDICTS[c.result].upper()}: \"{short}\" ({SOURCES[q.source][0]}): {c.why}"
         return f"[{c.cid}] {VERDICTS[c.result].upper()}: {c.why}"
 
-    def counts(self) -> dict:
+    def counts(self) -> dict[str, int]:
         out = {v: 0 for v in VERDICTS}
         for c in self.claims:
             out[c.result] += 1

@@ -89,7 +89,7 @@ def test_verdict_table_markdown_and_complete_plain_text():
     assert md.splitlines()[0] == "| Source | Quote | Verdict | Why | Proof |"
     assert "| Stack Overflow [1] | As long as you use retain_graph=True" in md
     assert "**partly true** |" in md and "[09 §1](09_fact_check.ipynb) |" in md
-    assert "[04 §8.2](04_retain_grad_placement.ipynb)" in md
+    assert "[04 §8](04_retain_grad_placement.ipynb)" in md
     assert "[1] Stack Overflow: *What does the parameter retain_graph mean" in md
     assert "[2] Q&A article: *How does pytorch's `retain_grad()`" in md
     assert md.endswith("2 quotes: 0 true, 1 partly true, 1 false.")

@@ -22,7 +22,6 @@ import pathlib
 import re
 
 import nbformat
-import pytest
 from nbclient import NotebookClient
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
