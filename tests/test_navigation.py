@@ -25,9 +25,9 @@ def test_every_notebook_has_the_skeleton():
         assert "nbval-ignore-output" in version.metadata.get("tags", []) and "versions()" in version.source
 
 
-def test_the_notebook_list_is_every_notebook_in_order():
+def test_the_notebook_list_is_every_notebook():
     """scripts.notebooks() is the one list every script and test uses: a notebook its glob
-    missed (a name not starting 'NN_') would be neither tested, navigated nor published."""
+    missed (a name not starting 'NN_') would be neither tested, navigated nor published.
+    (nbval itself collects every .ipynb under notebooks/.)"""
     found = notebooks()
-    assert found == sorted(ROOT.joinpath("notebooks").glob("*.ipynb")), "a notebook is not named 'NN_title.ipynb'"
-    assert [p.name[:2] for p in found] == [f"{i:02d}" for i in range(len(found))], "numbers must run 00, 01, ..."
+    assert found and found == sorted(ROOT.joinpath("notebooks").glob("*.ipynb")), "a notebook not named 'NN_title.ipynb'"
