@@ -95,22 +95,22 @@ def lines(xs, series: dict, title: str, xlabel: str, ylabel: str, logx=False, lo
 
 
 def timeline(series: dict, title: str, marks: dict | None = None,
-             xlabel: str = "engine steps (nodes run, in order)", ylabel: str = "saved tensors alive (kB)"):
-    """A step chart of {name: [bytes at each step]} (e.g. `LiveSaved.samples`), in kB.
+             xlabel: str = "engine steps (nodes run, in order)", ylabel: str = "saved tensors alive (KiB)"):
+    """A step chart of {name: [bytes at each step]} (e.g. `LiveSaved.samples`), in KiB (1024 bytes).
 
     marks: {name: [(step, text), ...]} labels on a series' line at that step, written above
     the line; with a third element "right", written to the right of the point instead.
     """
     fig, ax = plt.subplots(figsize=(6.8, 3.4), dpi=100)
-    top = max(max(ys) for ys in series.values()) / 1000
+    top = max(max(ys) for ys in series.values()) / 1024
     longest = max(len(ys) for ys in series.values())
     room = 0
     for name, ys in series.items():
-        line, = ax.step(range(len(ys)), [y / 1000 for y in ys], where="post", label=name, linewidth=2)
+        line, = ax.step(range(len(ys)), [y / 1024 for y in ys], where="post", label=name, linewidth=2)
         for step, text, *where in (marks or {}).get(name, []):
             right = where == ["right"]
             room = max(room, len(text) * 0.55 if right else 0)   # x units a label of 8pt needs, roughly
-            ax.annotate(text, (step, ys[step] / 1000), xytext=(5, 0) if right else (0, 5),
+            ax.annotate(text, (step, ys[step] / 1024), xytext=(5, 0) if right else (0, 5),
                         textcoords="offset points", ha="left" if right else "center",
                         va="center" if right else "bottom", fontsize=8, color=line.get_color())
     ax.set_title(title, fontsize=11)

@@ -14,7 +14,8 @@ def test_timeline():
                    marks={"a": [(2, "end", "right")], "b": [(0, "start")]})
     assert len(fig.axes) == 1 and len(fig.axes[0].lines) == 2
     assert sorted(t.get_text() for t in fig.axes[0].texts) == ["end", "start"]
-    assert fig.axes[0].get_ylabel() == "saved tensors alive (kB)"
+    assert fig.axes[0].get_ylabel() == "saved tensors alive (KiB)"
+    assert [round(y, 4) for y in fig.axes[0].lines[0].get_ydata()] == [round(3000 / 1024, 4), round(2000 / 1024, 4), 0]
 
 
 def test_figure_alt_describes_what_is_drawn():
