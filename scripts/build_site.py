@@ -32,12 +32,9 @@ from nbconvert.filters.highlight import Highlight2HTML
 from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
 from nbconvert.filters.widgetsdatatypefilter import WidgetsDataTypeFilter
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "scripts"))
-import lengths  # noqa: E402  (scripts/lengths.py: what a heading is, what a Going deeper section is)
-import nav  # noqa: E402  (scripts/nav.py: notebook order, titles, contents table)
+from scripts import BUILD, ROOT, lengths, nav  # nav: notebook order, titles; lengths: Going deeper
 
-DEFAULT_OUT = ROOT / "build" / "site"
+DEFAULT_OUT = BUILD / "site"
 
 SITE_CSS = """
 .bt-nav { font: 14px/1.4 system-ui, sans-serif; display: flex; gap: 1.5em; flex-wrap: wrap;
