@@ -24,17 +24,14 @@ import sys
 import time
 
 import jinja2
-import nbformat
 from nbconvert import HTMLExporter, TemplateExporter
 from nbconvert.filters.highlight import Highlight2HTML
-from nbconvert.filters.widgetsdatatypefilter import WidgetsDataTypeFilter
 from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
+from nbconvert.filters.widgetsdatatypefilter import WidgetsDataTypeFilter
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "scripts"))
-import nav  # noqa: E402  (scripts/nav.py: notebook order, titles, contents table)
+from scripts import BUILD, ROOT, nav  # nav: notebook order, titles, contents table
 
-DEFAULT_OUT = ROOT / "build" / "site"
+DEFAULT_OUT = BUILD / "site"
 
 SITE_CSS = """
 .bt-nav { font: 14px/1.4 system-ui, sans-serif; display: flex; gap: 1.5em; flex-wrap: wrap;
@@ -101,7 +98,7 @@ def mathml(tex: str, display: str) -> str:
 
     try:
         return convert(html.unescape(tex).strip(), display=display)
-    except Exception:  # noqa: BLE001 - an odd formula must not break the site
+    except Exception:   # an odd formula must not break the site
         return f'<code class="bt-tex">{html.escape(tex)}</code>'
 
 

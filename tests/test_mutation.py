@@ -17,7 +17,6 @@ compare), is caught by the guard in tests/test_committed_outputs.py, tested ther
 from __future__ import annotations
 
 import os
-import pathlib
 import re
 import shutil
 import subprocess
@@ -25,8 +24,9 @@ import sys
 
 import nbformat
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-NOTEBOOK = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))[0]
+from scripts import ROOT, notebooks
+
+NOTEBOOK = notebooks()[0]
 
 SITECUSTOMIZE = '''
 # Injected by tests/test_mutation.py into nbval's kernels (never into the repository).
