@@ -43,7 +43,7 @@ class Ledger:
         self.claims.append(c)
         print(f"[{cid}] {VERDICTS[c.result].upper()}: {c.why}")
 
-    def counts(self) -> dict:
+    def counts(self) -> dict[str, int]:
         out = {v: 0 for v in VERDICTS}
         for c in self.claims:
             out[c.result] += 1
