@@ -177,42 +177,44 @@ def _summary_label(snap: Snapshot) -> str:
 # is one box with an edge to each use; Graphviz spent seconds to minutes routing those
 # edges across every rank (RNN, 100 steps: 17 s; tanh(h @ w) x 400: 41 s). A use far below
 # the first one is drawn as a small reference box next to it instead: no long edges.
-def op_ranks(snap: Snapshot) -> dict[str, int]:
-    """Each op's rank: 1 + the longest chain of ops above it (leaves do not count)."""
-    consumers: dict[str, list[str]] = {}
-    waiting = {}
+def op_levels(snap: Snapshot) -> dict[str, int]:
+    """Each op's level above the output: 0 for an op nothing uses, else 1 + the highest level
+    of the ops using it (the rank Graphviz gives it, counted from the bottom; an op with no
+    op input, like a weight's transpose, sits just above its user, not at the top)."""
+    users: dict[str, list[str]] = {oid: [] for oid in snap.ops}
+    pending = dict.fromkeys(snap.ops, 0)
     for op in snap.ops.values():
-        ins = [i for i in dict.fromkeys(op.inputs) if i in snap.ops]
-        waiting[op.id] = len(ins)
-        for i in ins:
-            consumers.setdefault(i, []).append(op.id)
-    rank = {oid: 1 for oid, n in waiting.items() if n == 0}
-    ready = list(rank)
+        for i in dict.fromkeys(op.inputs):
+            if i in snap.ops:
+                users[op.id].append(i)        # i feeds op: op is one of i's users
+                pending[i] += 1
+    level = {oid: 0 for oid, n in pending.items() if n == 0}
+    ready = list(level)
     while ready:
         oid = ready.pop()
-        for c in consumers.get(oid, ()):
-            rank[c] = max(rank.get(c, 1), rank[oid] + 1)
-            waiting[c] -= 1
-            if waiting[c] == 0:
-                ready.append(c)
-    return rank
+        for i in users[oid]:
+            level[i] = max(level.get(i, 0), level[oid] + 1)
+            pending[i] -= 1
+            if pending[i] == 0:
+                ready.append(i)
+    return level
 
 
 def far_leaf_uses(snap: Snapshot, far: int = FAR_RANKS) -> set[tuple[str, str]]:
     """(leaf id, op id) edges drawn as reference boxes: a leaf keeps a real edge to its
-    first use (the highest op) and to every use within `far` ranks of it."""
+    first use (the highest op) and to every use within `far` levels of it."""
     uses: dict[str, list[str]] = {}
     for a, b in snap.edges:
         if a in snap.tensors and snap.tensors[a].role is Role.LEAF and b in snap.ops:
             uses.setdefault(a, []).append(b)
     far_edges = set()
-    ranks = None
+    levels = None
     for leaf, ops in uses.items():
         if len(ops) < 2:
             continue
-        ranks = ranks or op_ranks(snap)
-        first = min(ranks.get(o, 1) for o in ops)
-        far_edges.update((leaf, o) for o in ops if ranks.get(o, 1) - first > far)
+        levels = levels or op_levels(snap)
+        first = max(levels.get(o, 0) for o in ops)
+        far_edges.update((leaf, o) for o in ops if first - levels.get(o, 0) > far)
     return far_edges
 
 
@@ -378,9 +380,11 @@ def new_digraph(title: str | None = None) -> graphviz.Digraph:
 
 
 def to_dot(snap: Snapshot, title=None, highlight=(), marks: Marks = NO_MARKS,
-           grouping: Grouping | None = None, legend: bool = True) -> str:
+           grouping: Grouping | None = None, legend: bool = True, refs: bool = True) -> str:
+    """DOT of one snapshot. refs=False draws every use of a shared leaf as an edge from its one
+    box (slow to lay out for a weight used across many ranks: kept for the benchmark)."""
     g = new_digraph(title)
-    add_snapshot(g, snap, highlight=highlight, marks=marks, grouping=grouping)
+    add_snapshot(g, snap, highlight=highlight, marks=marks, grouping=grouping, refs=refs)
     if legend:
         marks = Marks(frozenset(highlight) | marks.highlight, marks.ran)
         g.attr(label=legend_label(_features([snap], marks, grouping)), labelloc="b", labeljust="l")
