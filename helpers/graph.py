@@ -20,7 +20,6 @@ from .snapshot import GraphInputError, Role, SavedState, Snapshot, fmt_bytes, fm
 from .trace import BackwardTrace
 from .walk import snapshot, snapshot_with_ids
 
-
 STATE_WORDS = {SavedState.HELD: "held", SavedState.FREED: "FREED", SavedState.VALUE: "value",
                SavedState.UNREADABLE: "UNREADABLE"}
 
