@@ -365,7 +365,7 @@ def grouped_picture(roots, names=None, title=None, max_nodes=300, modules=None):
     del ids
     of, clusters = {}, {}
     depth = _depths(groups)
-    for key, g in groups.items():
+    for key, g in sorted(groups.items(), key=lambda kv: kv[1].call.start):   # in call order
         if depth[key] > CLUSTER_DEPTH:       # drawn in its ancestor's box (its label would be
             continue                          # too small to read, and nesting widens the layout)
         totals = _saved_totals(full, _subtree(groups, key))    # collapsed blocks included
