@@ -182,7 +182,7 @@ def recording_of(modules) -> ModuleRecording:
 # --------------------------------------------------------------------------------
 # draw(loss, modules=model): the picture grouped by module call
 WALK_LIMIT = 5_000        # nodes walked to group and collapse (drawn: max_nodes at most)
-CLUSTER_DEPTH = 1          # boxes for the model and its direct blocks; deeper calls are drawn in those
+CLUSTER_DEPTH = 1          # boxes: the outermost calls, and the blocks (calls with calls inside) in them
 MIN_RUN = 3               # blocks in a row before a run is collapsed
 
 
@@ -365,16 +365,17 @@ def grouped_picture(roots, names=None, title=None, max_nodes=300, modules=None):
     del ids
     of, clusters = {}, {}
     depth = _depths(groups)
+    boxed = {k for k in groups if depth[k] == 0 or (depth[k] <= CLUSTER_DEPTH and groups[k].children)}
     for key, g in sorted(groups.items(), key=lambda kv: kv[1].call.start):   # in call order
-        if depth[key] > CLUSTER_DEPTH:       # drawn in its ancestor's box (its label would be
-            continue                          # too small to read, and nesting widens the layout)
+        if key not in boxed:       # a layer inside a block is drawn in the block's box: small boxes
+            continue               # side by side make a staircase twice as wide (the text lists them)
         totals = _saved_totals(full, _subtree(groups, key))    # collapsed blocks included
         label = (f"<<B>{render.esc(g.call.label)}</B><BR/><FONT POINT-SIZE=\"10\">"
                  f"{render.esc(_money(totals))}</FONT>>")
         clusters[key] = (g.call.parent, label)
     for key, g in groups.items():
         target = key
-        while depth[target] > CLUSTER_DEPTH:
+        while target not in boxed:
             target = groups[target].call.parent
         for n in g.nodes:
             of[n] = target
@@ -385,7 +386,10 @@ def grouped_picture(roots, names=None, title=None, max_nodes=300, modules=None):
     grouping = render.Grouping(of={n: str(k) for n, k in of.items() if k is not None},
                                clusters={str(k): (None if p is None else str(p), lab)
                                          for k, (p, lab) in clusters.items()},
-                               boxes=boxes, box_edges=box_edges)
+                               boxes=boxes, box_edges=box_edges,
+                               params=frozenset(t.id for t in snap.tensors.values()
+                                                if t.role is Role.LEAF and t.name in param_names
+                                                and t.id in of))
     text = module_table(full, groups, runs) + "\n" + describe(full)
     pic = GraphPicture(snap, title, grouping=grouping, text=text)
     pic.full_snapshot = full

@@ -138,6 +138,16 @@ def short_values(text: str | None, shown: int = GRAD_VALUES_SHOWN) -> str:
     return "[" + ", ".join(values[:shown]) + ", ...]" + text[close + 1:]
 
 
+def _param_label(t, highlight=False, ran=None) -> str:
+    """A parameter in a picture grouped by module: one line, name and shape; its .grad is only
+    said to be there or not (the text form has the values)."""
+    fill = HIGHLIGHT if highlight else LEAF
+    grad = "no grad" if t.grad is None else "grad set"
+    return (f'<<TABLE BORDER="1" CELLBORDER="0" CELLSPACING="0" CELLPADDING="2" BGCOLOR="{fill}">'
+            f'<TR><TD><FONT POINT-SIZE="10"><B>{esc(t.name.rsplit(".", 1)[-1])}</B> '
+            f"{fmt_shape(t.shape)} · {grad}</FONT>{_ran_badge(ran)}</TD></TR></TABLE>>")
+
+
 def _tensor_label(t, highlight=False, ran=None) -> str:
     fill = HIGHLIGHT if highlight else (LEAF if t.role is Role.LEAF else NAMED)
     rows = [f"<TR><TD><B>{esc(t.name)}</B>{_ran_badge(ran)}</TD></TR>",
@@ -229,6 +239,7 @@ class Grouping:
     clusters: dict[str, tuple[str | None, str]]
     boxes: dict[str, str] = field(default_factory=dict)
     box_edges: list[tuple[str, str]] = field(default_factory=list)
+    params: frozenset = frozenset()   # leaf ids drawn as one-line parameter boxes (in their module's box)
 
 
 def add_snapshot(g: graphviz.Digraph, snap: Snapshot, prefix: str = "", highlight=(),
@@ -249,8 +260,10 @@ def add_snapshot(g: graphviz.Digraph, snap: Snapshot, prefix: str = "", highligh
     for op in snap.ops.values():
         lines[op.id] = (f"\t{prefix}{op.id} [label={_op_label(op, op.id in highlight, ran.get(op.id))} "
                         "margin=0 shape=plaintext]\n")
+    params = grouping.params if grouping is not None else ()
     for t in snap.tensors.values():
-        lines[t.id] = (f"\t{prefix}{t.id} [label={_tensor_label(t, t.id in highlight, ran.get(t.id))} "
+        label = _param_label if t.id in params else _tensor_label
+        lines[t.id] = (f"\t{prefix}{t.id} [label={label(t, t.id in highlight, ran.get(t.id))} "
                        "margin=0 shape=plaintext]\n")
     far = far_leaf_uses(snap) if refs else set()
     edges = []
@@ -271,6 +284,7 @@ def add_snapshot(g: graphviz.Digraph, snap: Snapshot, prefix: str = "", highligh
             lines[bid] = f"\t{prefix}{bid} [label={label} margin=0 shape=plaintext]\n"
         edges.extend(f"\t{prefix}{a} -> {prefix}{b}\n" for a, b in grouping.box_edges)
         _add_clusters(g.body, lines, grouping, prefix)
+
     g.body.extend(edges)
     if snap.truncated:
         g.node(prefix + "more", _summary_label(snap), shape="plaintext")
