@@ -75,7 +75,7 @@ def unreadable(nb) -> list:
         if cell.cell_type != "code":
             continue
         for output in cell.outputs:
-            for svg in svgs_in(output):
+            for svg in dict.fromkeys(svgs_in(output)):     # the same picture as SVG and in HTML: once
                 px, shown = svg_text_px(svg)
                 if px is not None and px < MIN_TEXT_PX - 1e-6:
                     head = cell.source.strip().splitlines()[0][:60] if cell.source.strip() else ""
