@@ -118,7 +118,7 @@ def _value_rows(values: list[Saved]) -> list[str]:
     text form, so a box is as wide as what it saved, not as its bookkeeping.
     """
     def row(text):
-        return f'<TR><TD ALIGN="LEFT"><FONT COLOR="{VALUE}" POINT-SIZE="9"><I>{esc(text)}</I></FONT></TD></TR>'
+        return f'<TR><TD ALIGN="LEFT"><FONT COLOR="{VALUE}" POINT-SIZE="10"><I>{esc(text)}</I></FONT></TD></TR>'
 
     settings = [v for v in values if "sym_" not in v.slot]
     if len(settings) > 3:
@@ -157,7 +157,7 @@ def _tensor_label(t, highlight=False, ran=None) -> str:
     elif t.retains_grad:
         rows.append(f'<TR><TD><FONT POINT-SIZE="10">retains grad: {esc(short_values(t.grad))}</FONT></TD></TR>')
     else:
-        rows.append(f'<TR><TD><FONT POINT-SIZE="9" COLOR="{VALUE}">'
+        rows.append(f'<TR><TD><FONT POINT-SIZE="10" COLOR="{VALUE}">'
                     '<I>grad: not kept (non-leaf)</I></FONT></TD></TR>')
     color = f' COLOR="{RAN}"' if ran is not None else ""
     width = "2" if ran is not None else "1"
