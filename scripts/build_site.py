@@ -70,8 +70,8 @@ TEMPLATE = r"""
 {{ super() }}
 {%- endblock body_footer -%}
 {% block input -%}
-{#- nbconvert passes every highlighted code cell through bleach (about 10 ms a cell, most of the
-    build time); Pygments output of our own committed source is already escaped. -#}
+{#- nbconvert passes every highlighted code cell through bleach, which dominated the build time;
+    Pygments output of our own committed source is already escaped. -#}
 <div class="jp-CodeMirrorEditor jp-Editor jp-InputArea-editor" data-type="inline">
      <div class="cm-editor cm-s-jupyter">
 {{ cell.source | highlight_code(metadata=cell.metadata) }}

@@ -37,15 +37,18 @@ def page_of(nb_path) -> str:
 
 
 def expected_pictures(nb) -> int:
-    """Graph/chart outputs the page must show: SVG and PNG outputs, plus every stepper frame."""
+    """Graph/chart outputs the page must show: PNG charts, and every SVG, as raw image/svg+xml
+    or as an <img> in text/html (a graph, or each frame of a stepper)."""
     n = 0
     for cell in nb.cells:
         for out in cell.get("outputs", []):
             data = out.get("data", {})
-            if "image/svg+xml" in data or "image/png" in data:
+            if "image/png" in data:
                 n += 1
-            elif STEPPER_STATIC in data.get("text/html", ""):
+            elif "data:image/svg+xml" in data.get("text/html", ""):
                 n += data["text/html"].count("data:image/svg+xml")
+            elif "image/svg+xml" in data:
+                n += 1
     return n
 
 
