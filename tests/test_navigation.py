@@ -4,7 +4,7 @@ from scripts import ROOT, nav, notebooks
 
 def test_navigation_is_up_to_date():
     # in-process (what `python scripts/nav.py --check` does): a subprocess would pay
-    # Python + nbformat start-up again, ~2-3 s of the suite
+    # Python and nbformat start-up again
     stale = [str(path.relative_to(ROOT)) for path, _ in nav.planned_changes()]
     assert stale == [], f"out of date: {stale} (run: python scripts/nav.py)"
 
