@@ -31,8 +31,8 @@ from nbconvert.filters.widgetsdatatypefilter import WidgetsDataTypeFilter
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
-import nav  # noqa: E402  (scripts/nav.py: notebook order, titles, contents table)
 import handout  # noqa: E402  (scripts/handout.py: the handout and teacher's guide pages, the print stylesheet)
+import nav  # noqa: E402  (scripts/nav.py: notebook order, titles, contents table)
 
 DEFAULT_OUT = ROOT / "build" / "site"
 

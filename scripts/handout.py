@@ -79,7 +79,7 @@ def handout_markdown(loaded) -> str:
     sheet = [(nb, it) for nb, it in loaded if it["file"].endswith("_cheat_sheet.ipynb")]
     if sheet:
         nb, it = sheet[0]
-        out += [f"## Cheat sheet: what keeps, what frees", cheat_sheet_table(nb),
+        out += ["## Cheat sheet: what keeps, what frees", cheat_sheet_table(nb),
                 f"From [{it['title']}]({it['file']})."]
     out.append("## What each notebook concludes")
     for nb, it in loaded:

@@ -24,8 +24,8 @@ import nav  # noqa: E402
 LOADED = [nav.info(p) for p in nav.notebooks()]
 SHEET = next(it["file"] for _, it in LOADED if it["file"].endswith("_cheat_sheet.ipynb"))
 # a notebook page with wide pictures: the one with the most graph/chart outputs
-PICTURES = max(LOADED, key=lambda l: sum(("image/svg+xml" in o.get("data", {}) or "image/png" in o.get("data", {}))
-                                         for c in l[0].cells for o in c.get("outputs", [])))[1]["file"]
+PICTURES = max(LOADED, key=lambda pair: sum(("image/svg+xml" in o.get("data", {}) or "image/png" in o.get("data", {}))
+                                         for c in pair[0].cells for o in c.get("outputs", [])))[1]["file"]
 TOOLS = ("retain_graph=True", "create_graph=True", "retain_grad()", "detach()", "no_grad()",
          "autograd.grad(", "zero_grad(")
 A4_CONTENT_PX = round((210 - 24) / 25.4 * 96)        # A4 width less the 12 mm margins, in CSS px
@@ -38,7 +38,7 @@ def summaries():
 
 def test_handout_has_the_table_and_every_summary():
     text = handout.handout_markdown(LOADED)
-    rows = [l for l in text.splitlines() if l.startswith("| `")]
+    rows = [line for line in text.splitlines() if line.startswith("| `")]
     assert len(rows) == len(TOOLS) and all(any(t in r for r in rows) for t in TOOLS)
     for title in summaries():
         assert f"[{title}]" in text, title
