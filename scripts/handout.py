@@ -95,5 +95,7 @@ def pages(loaded) -> list:
     """[(file name, title, markdown)] of the extra pages to write."""
     found = [("handout.html", "Backward Twice: handout", handout_markdown(loaded))]
     if GUIDE.is_file():
-        found.append(("teachers_guide.html", "Backward Twice: teacher's guide", GUIDE.read_text()))
+        # its notebook links are relative to docs/ (they work on the repository's web view); pages sit side by side
+        found.append(("teachers_guide.html", "Backward Twice: teacher's guide",
+                      GUIDE.read_text().replace("](../notebooks/", "](")))
     return found
