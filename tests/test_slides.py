@@ -65,7 +65,8 @@ def test_slides_in_chromium(browser, tmp_path):
     shown = page.evaluate("""() => {
       const s = Reveal.getCurrentSlide();
       const pics = [...s.querySelectorAll('.jp-OutputArea-output img, .jp-OutputArea-output svg')]
-        .filter(e => !e.closest('svg svg') && e.getBoundingClientRect().width > 300 && (e.tagName !== 'IMG' || e.naturalWidth > 0));
+        .filter(e => !e.closest('svg svg') && e.getBoundingClientRect().width > 300)
+        .filter(e => e.tagName !== 'IMG' || e.naturalWidth > 0);
       return {title: (s.querySelector('h1, h2, h3') || {}).textContent || '', pictures: pics.length,
               text: pics.map(p => p.getAttribute('alt') || p.textContent || '').join(' ').slice(0, 300)};
     }""")
