@@ -8,10 +8,10 @@ Both are read from the notebooks at build time, so they follow whatever the note
 """
 from __future__ import annotations
 
-import pathlib
 import re
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+from scripts import ROOT
+
 GUIDE = ROOT / "docs" / "teachers_guide.md"
 
 # The print stylesheet of every page: no navigation chrome, no folded code, pictures within the

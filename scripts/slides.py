@@ -27,12 +27,7 @@ import jinja2
 import nbformat
 from nbconvert import SlidesExporter
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "scripts"))
-import build_site  # noqa: E402  (MathML instead of MathJax from a CDN)
-import lengths  # noqa: E402
-import nav  # noqa: E402
-import skeleton  # noqa: E402
+from scripts import ROOT, build_site, lengths, nav, skeleton  # build_site: MathML instead of MathJax from a CDN
 
 DEFAULT_OUT = ROOT / "build" / "slides"
 REVEAL_VERSION = "4.6.0"                     # the npm package reveal.js; nbconvert's template is written for 4.x

@@ -12,15 +12,10 @@ discussions show), two discussion questions with short answers, and the homework
 """
 from __future__ import annotations
 
-import pathlib
 import re
 import sys
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "scripts"))
-import lengths  # noqa: E402
-import nav  # noqa: E402
-import skeleton  # noqa: E402
+from scripts import ROOT, lengths, nav, skeleton
 
 GUIDE = ROOT / "docs" / "teachers_guide.md"
 ACTIVITY_MINUTES = 10     # per notebook in class, on top of its core path: 5 for the exercises, 5 for discussion

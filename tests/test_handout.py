@@ -8,18 +8,13 @@ fits the page width. The PDF is saved to build/artifacts/handout.pdf (`pdftoppm 
 """
 import io
 import math
-import pathlib
-import sys
 
 import nbformat
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-ARTIFACTS = ROOT / "build" / "artifacts"
-sys.path.insert(0, str(ROOT / "scripts"))
-import build_site  # noqa: E402
-import handout  # noqa: E402
-import nav  # noqa: E402
+from scripts import BUILD, build_site, handout, nav
+
+ARTIFACTS = BUILD / "artifacts"
 
 LOADED = [nav.info(p) for p in nav.notebooks()]
 SHEET = next(it["file"] for _, it in LOADED if it["file"].endswith("_cheat_sheet.ipynb"))

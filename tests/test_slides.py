@@ -5,17 +5,12 @@ The browser test opens notebook 01's slides with every request outside file:// r
 number of slides against the metadata, goes to the slide of the first before/after picture and
 checks the picture is drawn there. Screenshot: build/artifacts/slides.png.
 """
-import pathlib
-import sys
 
 import nbformat
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-ARTIFACTS = ROOT / "build" / "artifacts"
-sys.path.insert(0, str(ROOT / "scripts"))
-import nav  # noqa: E402
-import skeleton  # noqa: E402
-import slides  # noqa: E402
+from scripts import BUILD, nav, skeleton, slides
+
+ARTIFACTS = BUILD / "artifacts"
 
 SHOWN = nav.NB_DIR / "01_shared_graph_retain_graph.ipynb"
 

@@ -1,17 +1,10 @@
 """docs/teachers_guide.md is generated (scripts/teachers_guide.py): in sync with the notebooks,
 every notebook has its teaching notes, the homework exercises exist, the minutes are the length
 script's, and the suggested sessions fit their periods."""
-import pathlib
 import re
-import sys
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "scripts"))
-import handout  # noqa: E402
-import lengths  # noqa: E402
-import nav  # noqa: E402
-import skeleton  # noqa: E402
-import teachers_guide as tg  # noqa: E402
+from scripts import handout, lengths, nav, skeleton
+from scripts import teachers_guide as tg
 
 
 def test_guide_is_in_sync():
