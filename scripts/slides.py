@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import copy
 import pathlib
+import re
 import shutil
 import subprocess
 import sys
@@ -125,6 +126,7 @@ def build(out=DEFAULT_OUT, only=None) -> list:
         nb = with_slides(nbformat.read(path, as_version=4))
         nb.metadata.pop("widgets", None)
         body, _ = exp.from_notebook_node(nb, resources={"metadata": {"name": nav.title_of(nb), "path": str(nav.NB_DIR)}})
+        body = re.sub(r'href="(\d\d_\w+)\.ipynb', r'href="\1.slides.html', body)   # to the other decks
         page = out / (path.stem + ".slides.html")
         page.write_text(body, encoding="utf-8")
         written.append(page)
