@@ -54,10 +54,10 @@ def esc(text) -> str:
 _ESC_CACHE: dict = {}
 
 
-def _op_label(op, highlight=False) -> str:
+def _op_label(op, highlight=False, fill=None) -> str:
     freed = sum(1 for s in op.saved if s.state == "freed")
     border = FREED if freed else "#555555"
-    fill = HIGHLIGHT if highlight else OP
+    fill = HIGHLIGHT if highlight else (fill or OP)
     rows = [f'<TR><TD BGCOLOR="{fill}"><B>{esc(op.name)}</B></TD></TR>']
     for s in op.saved:
         if s.state == "freed":
@@ -108,8 +108,8 @@ def _value_rows(values, saved_tensors: bool) -> list:
     return out
 
 
-def _tensor_label(t, highlight=False) -> str:
-    fill = HIGHLIGHT if highlight else (LEAF if t.role == "leaf" else NAMED)
+def _tensor_label(t, highlight=False, fill=None) -> str:
+    fill = HIGHLIGHT if highlight else (fill or (LEAF if t.role == "leaf" else NAMED))
     rows = [f"<TR><TD><B>{esc(t.name)}</B></TD></TR>",
             f'<TR><TD><FONT POINT-SIZE="10">{fmt_shape(t.shape)} {t.dtype}</FONT></TD></TR>']
     if t.role == "leaf":
@@ -134,8 +134,13 @@ def _summary_label(snap: Snapshot) -> str:
             f'<TR><TD><FONT POINT-SIZE="10">draw(..., max_nodes=N) draws more</FONT></TD></TR></TABLE>>')
 
 
-def add_snapshot(g: graphviz.Digraph, snap: Snapshot, prefix: str = "", highlight=()) -> None:
+def add_snapshot(g: graphviz.Digraph, snap: Snapshot, prefix: str = "", highlight=(),
+                 fills=None, marked_edges=()) -> None:
     """Add the nodes and edges of `snap` to `g`, ids prefixed (for side-by-side pictures).
+
+    fills: {node id: colour} replaces a node's usual fill (groups of nodes, e.g. by the
+    training step that made them); `highlight` still wins. marked_edges: {(from id, to id)}
+    edges drawn thick in the highlight colour (a path).
 
     Node and edge lines are appended to `g.body` directly, in exactly the form
     `g.node(id, label, shape="plaintext", margin="0")` / `g.edge(a, b)` write them
@@ -144,14 +149,17 @@ def add_snapshot(g: graphviz.Digraph, snap: Snapshot, prefix: str = "", highligh
     would change nothing and costs more than building the labels.
     """
     body = g.body
+    fills = fills or {}
     for op in snap.ops.values():
-        body.append(f"\t{prefix}{op.id} [label={_op_label(op, op.id in highlight)} "
+        body.append(f"\t{prefix}{op.id} [label={_op_label(op, op.id in highlight, fills.get(op.id))} "
                     "margin=0 shape=plaintext]\n")
     for t in snap.tensors.values():
-        body.append(f"\t{prefix}{t.id} [label={_tensor_label(t, t.id in highlight)} "
+        body.append(f"\t{prefix}{t.id} [label={_tensor_label(t, t.id in highlight, fills.get(t.id))} "
                     "margin=0 shape=plaintext]\n")
     for a, b in snap.edges:
         style = " [style=dashed]" if b.startswith("t_") else ""
+        if (a, b) in marked_edges:
+            style = f' [color="{HIGHLIGHT}" penwidth=3]'
         body.append(f"\t{prefix}{a} -> {prefix}{b}{style}\n")
     if snap.truncated:
         g.node(prefix + "more", _summary_label(snap), shape="plaintext")
@@ -174,9 +182,9 @@ def new_digraph(title: str | None = None) -> graphviz.Digraph:
     return g
 
 
-def to_dot(snap: Snapshot, title=None, highlight=()) -> str:
+def to_dot(snap: Snapshot, title=None, highlight=(), fills=None, marked_edges=()) -> str:
     g = new_digraph(title)
-    add_snapshot(g, snap, highlight=highlight)
+    add_snapshot(g, snap, highlight=highlight, fills=fills, marked_edges=marked_edges)
     return g.source
 
 
