@@ -34,7 +34,8 @@ import torch
 
 from . import render
 from .graph import Picture, describe
-from .walk import COUNT_LIMIT, GraphInputError, Snapshot, snapshot_with_ids
+from .snapshot import GraphInputError, SavedState, Snapshot
+from .walk import COUNT_LIMIT, snapshot_with_ids
 
 FREED_TEXT = "Trying to backward through the graph a second time"
 
@@ -330,7 +331,7 @@ def _explain(root, ns, names_available, max_nodes) -> Diagnosis:
                                      "too large to diagnose node by node.")
     fns = {v: k for k, v in ids.items()}                 # snapshot id -> node
     saved = {fn: [s for s in snap.ops[i].saved if s.is_tensor] for fn, i in ids.items() if i in snap.ops}
-    freed_total = sum(1 for ss in saved.values() for s in ss if s.state == "freed")
+    freed_total = sum(1 for ss in saved.values() for s in ss if s.state is SavedState.FREED)
     if freed_total == 0:
         n = sum(len(ss) for ss in saved.values())
         return _message("would succeed", (
@@ -341,14 +342,14 @@ def _explain(root, ns, names_available, max_nodes) -> Diagnosis:
     start = _step_start(root.grad_fn, ops)
     order = sorted(ops, key=_seq, reverse=True)             # the CPU engine's order
     old = [fn for fn in order if start is None or _seq(fn) < start]
-    stop = next((fn for fn in old if any(s.state == "freed" for s in saved[fn])), None)
+    stop = next((fn for fn in old if any(s.state is SavedState.FREED for s in saved[fn])), None)
     if stop is None:   # cannot happen for a graph built by a loop; say so rather than guess
         return _message("would succeed", "why_backward: no node older than this step holds a freed "
                                          "tensor: backward() on it should not fail this way.")
     d = Diagnosis("stopped", "")
     d.names_available = names_available
     d.stopped_at = stop.name()
-    d.freed = [s.describe() for s in saved[stop] if s.state == "freed"]
+    d.freed = [s.describe() for s in saved[stop] if s.state is SavedState.FREED]
     path = _path(root.grad_fn, stop)
     d.path = [fn.name() for fn in path]
     old_set = set(old)

@@ -94,9 +94,23 @@ def verdict(name: str, answer, expected, hint: str, explain: str = "") -> str:
     return f"Exercise {name}: not quite: you said {_shown(answer)}.{sort} Hint: {hint}"
 
 
+_latest: dict[str, str] = {}
+
+
 def check(name: str, answer, expected, hint: str, explain: str = "") -> None:
-    """Print whether `answer` matches `expected`; on a miss, the hint. Returns nothing (no stray output)."""
+    """Print whether `answer` matches `expected`; on a miss, the hint. Returns nothing (no stray output).
+
+    Checking an exercise again (a changed answer, or the cell run twice) replaces its earlier
+    result: `results()` holds the latest one per exercise."""
+    _latest[name] = ("no answer" if answer is ... else
+                     "right" if same(answer, expected) else "not quite")
     print(verdict(name, answer, expected, hint, explain))
+
+
+def results() -> dict[str, str]:
+    """The latest result of every exercise checked in this kernel, in the order first checked:
+    {"0.1": "right", "0.2": "not quite", "0.3": "no answer"}."""
+    return dict(_latest)
 
 
 # --------------------------------------------------------------------------------

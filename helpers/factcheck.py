@@ -7,7 +7,8 @@
     ledger.table()                # the summary, as a Markdown table
 
 A claim block that raises (an assert failing) fails the notebook: a verdict is only
-recorded when the cell that proves it ran to the end.
+recorded when the cell that proves it ran to the end. A claim recorded again (its cell
+run twice) replaces the earlier record in place: the latest run counts, the order stays.
 """
 from __future__ import annotations
 
@@ -34,16 +35,23 @@ class Ledger:
 
     @contextlib.contextmanager
     def claim(self, cid: str, seed: str, quote: str, teaches: str):
-        if any(c.cid == cid for c in self.claims):
-            raise ValueError(f"claim {cid} recorded twice")
+        earlier = [i for i, old in enumerate(self.claims) if old.cid == cid]
         c = _Claim(cid, seed, quote, teaches)
-        yield c
-        if c.result is None:
-            raise AssertionError(f"claim {cid}: the cell ran but gave no verdict")
-        self.claims.append(c)
+        try:
+            yield c
+            if c.result is None:
+                raise AssertionError(f"claim {cid}: the cell ran but gave no verdict")
+        except BaseException:
+            if earlier:                  # the latest run did not prove it: no stale verdict stays
+                del self.claims[earlier[0]]
+            raise
+        if earlier:                      # the cell ran again: keep the latest, in its place
+            self.claims[earlier[0]] = c
+        else:
+            self.claims.append(c)
         print(f"[{cid}] {VERDICTS[c.result].upper()}: {c.why}")
 
-    def counts(self) -> dict:
+    def counts(self) -> dict[str, int]:
         out = {v: 0 for v in VERDICTS}
         for c in self.claims:
             out[c.result] += 1

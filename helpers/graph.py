@@ -15,17 +15,19 @@ from __future__ import annotations
 import contextlib
 
 from . import render
-from .walk import Snapshot, fmt_bytes, fmt_shape, snapshot
+from .snapshot import Role, SavedState, Snapshot, fmt_bytes, fmt_shape
+from .walk import snapshot
 
 
-STATE_WORDS = {"held": "held", "freed": "FREED", "value": "value", "unreadable": "UNREADABLE"}
+STATE_WORDS = {SavedState.HELD: "held", SavedState.FREED: "FREED", SavedState.VALUE: "value",
+               SavedState.UNREADABLE: "UNREADABLE"}
 
 
 def describe(snap: Snapshot) -> str:
     """The deterministic text form of one snapshot."""
     lines = []
     for t in snap.tensors.values():
-        if t.role != "leaf":
+        if t.role is not Role.LEAF:
             continue
         lines.append(f"leaf {t.name} {fmt_shape(t.shape)} {t.dtype} grad={t.grad}")
     for op in snap.ops.values():
@@ -33,10 +35,10 @@ def describe(snap: Snapshot) -> str:
         made = f" -> {', '.join(op.produces)}" if op.produces else ""
         lines.append(f"{op.id} {op.name}({src}){made}")
         for s in op.saved:
-            state = STATE_WORDS.get(s.state, s.state)
+            state = STATE_WORDS[s.state]
             lines.append(f"    {state:5} {s.describe()}")
     for t in snap.tensors.values():
-        if t.role == "leaf":
+        if t.role is Role.LEAF:
             continue
         kept = f"retains_grad grad={t.grad}" if t.retains_grad else "grad not kept"
         lines.append(f"{t.role} {t.name} {fmt_shape(t.shape)} {t.dtype} {kept}")
@@ -46,7 +48,7 @@ def describe(snap: Snapshot) -> str:
     lines.append(f"saved tensors: {n['held']} held ({fmt_bytes(b['held'])}), "
                  f"{n['freed']} freed ({fmt_bytes(b['freed'])}){other}")
     if snap.truncated:
-        more = snap.total_nodes - len(snap.ops) - sum(t.role == "leaf" for t in snap.tensors.values())
+        more = snap.hidden_count
         plus = "+" if snap.count_capped else ""
         kinds = ", ".join(f"{k} x{v}" for k, v in sorted(snap.hidden_by_type.items()))
         lines.append(f"NOT DRAWN: {more}{plus} more nodes beyond max_nodes ({kinds})")

@@ -29,9 +29,10 @@ Two more facts about the hooks themselves:
 - With a pack hook installed, autograd skips its own "modified by an inplace operation"
   check for that saved tensor (it cannot know what the hook returned). The holders here
   record the tensor's version when it is saved and redo the check when autograd unpacks
-  it, with a message in the same words, so a graph recorded under these classes fails
-  exactly where it would fail without them (and `helpers.walk` reports the tensor as
-  modified in place, as it does without hooks).
+  it, raising a RuntimeError in autograd's words, so a graph recorded under these classes
+  fails exactly where it would fail without them. The error is a
+  `helpers.walk.SavedTensorModified` carrying both versions, which `helpers.walk` reads to
+  report the tensor as modified in place, as it does without hooks.
 """
 from __future__ import annotations
 
@@ -41,6 +42,7 @@ import weakref
 import torch
 
 from .trace import BackwardTrace
+from .walk import SavedTensorModified
 
 INPLACE_MESSAGE = ("one of the variables needed for gradient computation has been modified by an "
                    "inplace operation: a saved {shape} tensor is at version {now}; expected version "
@@ -71,8 +73,9 @@ class _Held:
     def unpack(self) -> torch.Tensor:
         now = self.tensor._version
         if now != self.version:
-            raise RuntimeError(INPLACE_MESSAGE.format(shape=list(self.tensor.shape), now=now,
-                                                      then=self.version))
+            raise SavedTensorModified(INPLACE_MESSAGE.format(shape=list(self.tensor.shape), now=now,
+                                                             then=self.version),
+                                      saved_version=self.version, now_version=now)
         return self.tensor
 
     def __del__(self):
@@ -125,15 +128,15 @@ class _Storages:
     one, is not mistaken for it; and nothing is kept alive."""
 
     def __init__(self, exclude=()):
-        self._excluded = {}                 # id(storage) -> weak reference to it
+        self._excluded: dict[int, weakref.ref] = {}   # id(storage) -> weak reference to it
         for t in exclude:
             try:
                 s = t.untyped_storage()
             except Exception:  # storage-less: nothing of it is ever counted by storage
                 continue
             self._excluded[id(s)] = weakref.ref(s)
-        self._by_id: dict = {}              # id(storage) -> its latest _Storage
-        self.entries: list = []
+        self._by_id: dict[int, _Storage] = {}       # id(storage) -> its latest _Storage
+        self.entries: list[_Storage] = []
 
     def entry(self, t: torch.Tensor):
         """(the _Storage of t's storage, whether it is new)."""
@@ -227,7 +230,7 @@ class LiveSaved(_Hooks):
         self.recorded = 0
         self.total = 0
         self.peak = 0
-        self.samples: list = []
+        self.samples: list[tuple[str, int]] = []   # (label, bytes held)
 
     # -- bookkeeping, called by the holders ------------------------------------------
     def _on_save(self, t):

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import torch
 import torch.nn as nn
-import torch.nn.functional as F
 
 # The two patterns, drawn by hand: '#' is ink.
 CAT = ("#.....#",
@@ -82,7 +81,7 @@ class CatCarNet(nn.Module):
         return self.cat(feats).squeeze(1), self.car(feats).squeeze(1)
 
 
-def accuracy(net, x, y) -> tuple:
+def accuracy(net, x, y) -> tuple[float, float]:
     """(cat accuracy, car accuracy) of `net` on (x, y), as floats in [0, 1]."""
     with torch.no_grad():
         cat, car = net(x)
@@ -90,12 +89,12 @@ def accuracy(net, x, y) -> tuple:
             ((car > 0).float() == y[:, 1]).float().mean().item())
 
 
-def grads(module: nn.Module) -> dict:
+def grads(module: nn.Module) -> dict[str, torch.Tensor | None]:
     """{parameter name: a copy of its .grad, or None}: a snapshot to compare later."""
     return {n: None if p.grad is None else p.grad.detach().clone() for n, p in module.named_parameters()}
 
 
-def grad_report(parts: dict) -> str:
+def grad_report(parts: dict[str, nn.Module]) -> str:
     """One line per part ({"trunk": net.trunk, ...}): how many of its parameters have a .grad.
 
     'None' means the gradient was never written (not even zeros)."""
@@ -116,12 +115,12 @@ def show_images(x, y, n: int = 8):
     """The first `n` images with their labels, as a matplotlib figure (returned, not shown)."""
     import matplotlib.pyplot as plt
 
+    from .plots import finish
+
     fig, axes = plt.subplots(1, n, figsize=(1.3 * n, 1.7), dpi=100)
     for i, ax in enumerate(axes):
         ax.imshow(x[i, 0].numpy(), cmap="gray_r", vmin=-0.5, vmax=1.2)
         tags = [name for name, v in zip(("cat", "car"), y[i].tolist()) if v] or ["neither"]
         ax.set_title(" + ".join(tags), fontsize=9)
         ax.axis("off")
-    fig.tight_layout()
-    plt.close(fig)
-    return fig
+    return finish(fig)

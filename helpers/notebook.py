@@ -55,18 +55,68 @@ def versions() -> str:
             f"matplotlib {version('matplotlib')} | graphviz (python) {version('graphviz')}")
 
 
+_verified: tuple | None = None   # (cell, kind, stable_text, error) of the last check that passed
+
+
+def _shell():
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return None
+    return get_ipython()
+
+
+def _count_cells(shell) -> None:
+    """Number every cell the shell runs, with its source, in `shell._backward_twice_cells`.
+
+    IPython's own execution_count does not do: nbval runs cells with store_history=False,
+    which leaves it (and `In`) unchanged. The pre_run_cell event fires for every cell."""
+    if shell is None or hasattr(shell, "_backward_twice_cells"):
+        return
+    cells = shell._backward_twice_cells = [0, None]
+
+    def count(info):
+        cells[0] += 1
+        cells[1] = info.raw_cell
+    shell.events.register("pre_run_cell", count)
+
+
+def _current_cell():
+    """(number, source) of the IPython cell running now, or None outside IPython."""
+    cells = getattr(_shell(), "_backward_twice_cells", None)
+    return tuple(cells) if cells else None
+
+
+_count_cells(_shell())   # at import: cells from here on are counted (the importing one is not)
+
+
+def _ran_just_before(cell, earlier) -> bool:
+    """True when `earlier` is this very cell's previous run, with no other cell in between."""
+    return (cell is not None and earlier is not None and cell[1] is not None
+            and earlier[0] == cell[0] - 1 and earlier[1] == cell[1])
+
+
 def expect_raised(kind: type, stable_text: str) -> None:
     """Check that the cell just above really raised `kind` with `stable_text` in its message.
 
     The raising cell is tagged `raises-exception`, so Run All goes on past it;
     this check is what makes the notebook fail if the error ever stops happening.
-    The error is consumed, so a later check cannot see the same one twice.
+    The error is consumed, so a later check cannot see the same one twice. Run again at
+    once (Shift-Enter twice), the check remembers the error it verified and gives the same
+    result; after any other cell has run, only a new error counts.
     """
+    global _verified
     err = getattr(sys, "last_value", None)
     sys.last_value = None
+    cell = _current_cell()
+    if err is None and _verified is not None and _verified[1:3] == (kind, stable_text) \
+            and _ran_just_before(cell, _verified[0]):
+        err = _verified[3]
+    _verified = None
     if err is None:
         raise AssertionError(f"expected the cell above to raise {kind.__name__}, but it raised nothing")
     if not isinstance(err, kind) or stable_text not in str(err):
         raise AssertionError(f"expected {kind.__name__} containing {stable_text!r}, "
                              f"got {type(err).__name__}: {str(err)[:200]}")
+    _verified = (cell, kind, stable_text, err)
     print(f"raised {type(err).__name__}: {stable_text} ...")

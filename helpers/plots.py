@@ -47,23 +47,28 @@ def figure_alt(fig) -> str:
     return " ".join(text.replace("\n", " ").split())
 
 
-def _category_names(ax) -> list:
+def _category_names(ax) -> list[str]:
     """The category labels of a bar chart drawn with string x values, in order."""
     units = ax.xaxis.get_units()
     mapping = getattr(units, "_mapping", None)    # matplotlib.category.UnitData
     return [str(k) for k in mapping] if mapping else []
 
 
-def _finish(fig, ax):
-    """The common look, then the figure, closed: displayed once, by the cell's result,
-    not again by the inline backend."""
-    ax.spines[["top", "right"]].set_visible(False)
+def finish(fig):
+    """The figure laid out and closed: displayed once, by the cell's result, not again by the
+    inline backend. Every figure a helper returns ends here."""
     fig.tight_layout()
     plt.close(fig)
     return fig
 
 
-def bars(values: dict, title: str, ylabel: str, fmt: str = "{:,.0f}", colors=None):
+def _finish(fig, ax):
+    """The common look of a chart, then `finish`."""
+    ax.spines[["top", "right"]].set_visible(False)
+    return finish(fig)
+
+
+def bars(values: dict[str, float], title: str, ylabel: str, fmt: str = "{:,.0f}", colors=None):
     """A bar chart of {label: number}, each bar labelled with its value."""
     fig, ax = plt.subplots(figsize=(6.4, 3.2), dpi=100)
     labels, heights = list(values), [float(v) for v in values.values()]
@@ -77,7 +82,7 @@ def bars(values: dict, title: str, ylabel: str, fmt: str = "{:,.0f}", colors=Non
     return _finish(fig, ax)
 
 
-def lines(xs, series: dict, title: str, xlabel: str, ylabel: str, logx=False, logy=False):
+def lines(xs, series: dict[str, list[float]], title: str, xlabel: str, ylabel: str, logx=False, logy=False):
     """One line per {name: [y values]} over the shared `xs`."""
     fig, ax = plt.subplots(figsize=(6.4, 3.6), dpi=100)
     for name, ys in series.items():
@@ -94,7 +99,7 @@ def lines(xs, series: dict, title: str, xlabel: str, ylabel: str, logx=False, lo
     return _finish(fig, ax)
 
 
-def timeline(series: dict, title: str, marks: dict | None = None,
+def timeline(series: dict[str, list[float]], title: str, marks: dict[str, list[tuple]] | None = None,
              xlabel: str = "engine steps (nodes run, in order)", ylabel: str = "saved tensors alive (kB)"):
     """A step chart of {name: [bytes at each step]} (e.g. `LiveSaved.samples`), in kB.
 

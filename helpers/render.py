@@ -15,7 +15,7 @@ import subprocess
 
 import graphviz
 
-from .walk import Snapshot, fmt_bytes, fmt_shape
+from .snapshot import NAMED_TENSOR_ROLES, Role, Saved, SavedState, Snapshot, fmt_bytes, fmt_shape
 
 # Colours: one meaning each, explained in the legend.
 LEAF = "#cfe8fc"
@@ -51,16 +51,16 @@ def esc(text) -> str:
     return done
 
 
-_ESC_CACHE: dict = {}
+_ESC_CACHE: dict[str, str] = {}
 
 
 def _op_label(op, highlight=False, fill=None) -> str:
-    freed = sum(1 for s in op.saved if s.state == "freed")
+    freed = sum(1 for s in op.saved if s.state is SavedState.FREED)
     border = FREED if freed else "#555555"
     fill = HIGHLIGHT if highlight else (fill or OP)
     rows = [f'<TR><TD BGCOLOR="{fill}"><B>{esc(op.name)}</B></TD></TR>']
     for s in op.saved:
-        if s.state == "freed":
+        if s.state is SavedState.FREED:
             size = "" if s.shape is None else f" {fmt_shape(s.shape)} {fmt_bytes(s.nbytes)}"
             size = (f" {s.alias_note()}" if s.alias else "") + size
             rows.append(f'<TR><TD ALIGN="LEFT"><FONT COLOR="{FREED}" POINT-SIZE="10">'
@@ -71,7 +71,7 @@ def _op_label(op, highlight=False, fill=None) -> str:
             rows.append(f'<TR><TD ALIGN="LEFT"><FONT COLOR="{MODIFIED}" POINT-SIZE="10">'
                         f'saved {esc(s.slot)}{esc(alias)}{esc(size)}<BR ALIGN="LEFT"/>'
                         f'<B>MODIFIED IN PLACE since saved ({esc(s.modified)})</B></FONT></TD></TR>')
-        elif s.state == "unreadable":  # reading it raised something we do not know
+        elif s.state is SavedState.UNREADABLE:  # reading it raised something we do not know
             rows.append(f'<TR><TD ALIGN="LEFT"><FONT COLOR="{VALUE}" POINT-SIZE="10">'
                         f'saved {esc(s.slot)}: <B>unreadable</B> ({esc(s.value)})</FONT></TD></TR>')
         elif s.is_tensor:
@@ -79,13 +79,13 @@ def _op_label(op, highlight=False, fill=None) -> str:
             rows.append(f'<TR><TD ALIGN="LEFT"><FONT COLOR="{HELD}" POINT-SIZE="10">'
                         f'saved {esc(s.slot)}{esc(alias)}: {fmt_shape(s.shape)} {s.dtype} '
                         f'{fmt_bytes(s.nbytes)}</FONT></TD></TR>')  # shape, dtype, size: safe text
-    rows.extend(_value_rows([s for s in op.saved if not s.is_tensor and s.state == "value"],
+    rows.extend(_value_rows([s for s in op.saved if not s.is_tensor and s.state is SavedState.VALUE],
                             any(s.is_tensor for s in op.saved)))
     return (f'<<TABLE BORDER="1" CELLBORDER="0" CELLSPACING="0" CELLPADDING="3" COLOR="{border}">'
             + "".join(rows) + "</TABLE>>")
 
 
-def _value_rows(values, saved_tensors: bool) -> list:
+def _value_rows(values: list[Saved], saved_tensors: bool) -> list[str]:
     """The plain numbers an op saved, kept short in the picture (the text form lists them all).
 
     Size bookkeeping (`*_sym_sizes`, `*_sym_strides`, ...) is collapsed to a count when the
@@ -109,10 +109,10 @@ def _value_rows(values, saved_tensors: bool) -> list:
 
 
 def _tensor_label(t, highlight=False, fill=None) -> str:
-    fill = HIGHLIGHT if highlight else (fill or (LEAF if t.role == "leaf" else NAMED))
+    fill = HIGHLIGHT if highlight else (fill or (LEAF if t.role is Role.LEAF else NAMED))
     rows = [f"<TR><TD><B>{esc(t.name)}</B></TD></TR>",
             f'<TR><TD><FONT POINT-SIZE="10">{fmt_shape(t.shape)} {t.dtype}</FONT></TD></TR>']
-    if t.role == "leaf":
+    if t.role is Role.LEAF:
         rows.append(f'<TR><TD><FONT POINT-SIZE="10">grad: {esc(t.grad)}</FONT></TD></TR>')
     elif t.retains_grad:
         rows.append(f'<TR><TD><FONT POINT-SIZE="10">retains grad: {esc(t.grad)}</FONT></TD></TR>')
@@ -124,7 +124,7 @@ def _tensor_label(t, highlight=False, fill=None) -> str:
 
 
 def _summary_label(snap: Snapshot) -> str:
-    more = snap.total_nodes - len(snap.ops) - sum(1 for t in snap.tensors.values() if t.role == "leaf")
+    more = snap.hidden_count
     kinds = ", ".join(f"{n} x {k}" for k, n in sorted(snap.hidden_by_type.items(),
                                                       key=lambda kv: (-kv[1], kv[0]))[:4])
     plus = "+" if snap.count_capped else ""
@@ -157,7 +157,7 @@ def add_snapshot(g: graphviz.Digraph, snap: Snapshot, prefix: str = "", highligh
         body.append(f"\t{prefix}{t.id} [label={_tensor_label(t, t.id in highlight, fills.get(t.id))} "
                     "margin=0 shape=plaintext]\n")
     for a, b in snap.edges:
-        style = " [style=dashed]" if b.startswith("t_") else ""
+        style = " [style=dashed]" if snap.role(b) in NAMED_TENSOR_ROLES else ""
         if (a, b) in marked_edges:
             style = f' [color="{HIGHLIGHT}" penwidth=3]'
         body.append(f"\t{prefix}{a} -> {prefix}{b}{style}\n")

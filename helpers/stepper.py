@@ -28,11 +28,10 @@ import html
 import re
 from dataclasses import dataclass, field
 
-import torch
-
 from . import render
-from .trace import BackwardTrace
-from .walk import GraphInputError, Snapshot, fmt_bytes, fmt_values, snapshot, snapshot_with_ids
+from .snapshot import GraphInputError, Role, SavedState, Snapshot, fmt_bytes, fmt_values
+from .trace import BackwardTrace, Step
+from .walk import snapshot, snapshot_with_ids
 
 MAX_STEPS = 40
 
@@ -44,10 +43,10 @@ class Frame:
     index: int
     node_id: str | None = None        # snapshot id of the node that ran: 'op3', 'leaf1'
     node_label: str | None = None     # 'op3 ExpBackward0', 'AccumulateGrad of a'
-    grads_in: list = field(default_factory=list)    # formatted, one per output of the node
-    grads_out: list = field(default_factory=list)   # (destination, formatted)
-    released: list = field(default_factory=list)    # 'op3 ExpBackward0 saved result (2,) ...'
-    grad_changes: list = field(default_factory=list)  # 'a.grad: None -> [1, 2]'
+    grads_in: list[str] = field(default_factory=list)    # formatted, one per output of the node
+    grads_out: list[tuple[str, str]] = field(default_factory=list)   # (destination, formatted)
+    released: list[str] = field(default_factory=list)    # 'op3 ExpBackward0 saved result (2,) ...'
+    grad_changes: list[str] = field(default_factory=list)  # 'a.grad: None -> [1, 2]'
     error: str | None = None
     snapshot: Snapshot | None = None
 
@@ -58,19 +57,6 @@ def _first_sentence(err: BaseException) -> str:
     return f"{type(err).__name__}: {text}"
 
 
-def _merge(grads_from: Snapshot, saved_from: Snapshot) -> Snapshot:
-    """`grads_from`'s tensors (their .grad) with `saved_from`'s saved-tensor states."""
-    ops = {}
-    for oid, op in grads_from.ops.items():
-        other = saved_from.ops.get(oid)
-        ops[oid] = op if other is None or other.name != op.name else type(op)(
-            id=op.id, name=op.name, inputs=op.inputs, saved=other.saved, produces=op.produces)
-    return Snapshot(roots=grads_from.roots, ops=ops, tensors=grads_from.tensors,
-                    edges=grads_from.edges, truncated=grads_from.truncated,
-                    total_nodes=grads_from.total_nodes, hidden_by_type=grads_from.hidden_by_type,
-                    count_capped=grads_from.count_capped, cut_at=grads_from.cut_at)
-
-
 def _fmt_grad(g) -> str:
     return "None" if g is None else fmt_values(g)
 
@@ -78,21 +64,21 @@ def _fmt_grad(g) -> str:
 class Stepper:
     """Frames of one backward call. Displays as a widget (live kernel) or as static frames."""
 
-    def __init__(self, frames: list, title: str | None = None, raised: BaseException | None = None):
+    def __init__(self, frames: list[Frame], title: str | None = None, raised: BaseException | None = None):
         self.frames = frames
         self.title = title or "backward, step by step"
         self.raised = raised
-        self._svgs: dict = {}
+        self._svgs: dict[int, str] = {}
         self._widget = None
 
     # -- facts, for asserts in notebooks ------------------------------------------
     @property
-    def steps(self) -> list:
+    def steps(self) -> list[Frame]:
         """Frames of the nodes that ran (frame 0, the state before the call, excluded)."""
         return [f for f in self.frames[1:] if f.error is None]
 
     @property
-    def order(self) -> list:
+    def order(self) -> list[str]:
         """Labels of the nodes in the order the engine ran them."""
         return [f.node_label for f in self.steps]
 
@@ -108,7 +94,7 @@ class Stepper:
             op = snap.ops.get(f.node_id) if f.node_id else None
             for s in (op.saved if op is not None else ()):
                 if s.is_tensor:   # what the failing node needed, and whether it was still there
-                    state = "already FREED" if s.state == "freed" else "still held"
+                    state = "already FREED" if s.state is SavedState.FREED else "still held"
                     lines.append(f"  it needs its saved {s.describe()}, {state}")
         else:
             lines = [f"step {i} of {n} · {f.node_label} ran"]
@@ -233,23 +219,21 @@ def step_through(run, *roots, names=None, title=None, expect_error=None,
             f"this graph has {before.total_nodes} nodes, more than max_nodes={max_nodes}: "
             "step through a smaller example (a stepper frame per node stays readable only for "
             "small graphs), or pass max_nodes=N.")
-    box_of = {b.id: b for b in before.tensors.values()}
-
     def label(fn) -> str:
         nid = ids.get(fn)
         if nid is None:
             return fn.name()
-        if nid.startswith("leaf"):
-            return f"AccumulateGrad of {box_of[nid].name}"
+        if before.role(nid) is Role.LEAF:
+            return f"AccumulateGrad of {before.tensors[nid].name}"
         return f"{nid} {fn.name()}"
 
     def dest(fn) -> str:
         nid = ids.get(fn)
-        if nid is not None and nid.startswith("leaf"):
-            return f"{box_of[nid].name} (its AccumulateGrad)"
+        if nid is not None and before.role(nid) is Role.LEAF:
+            return f"{before.tensors[nid].name} (its AccumulateGrad)"
         return label(fn)
 
-    after_node: list = []    # snapshot taken in each node's post-hook
+    after_node: list[tuple[Step, object, Snapshot]] = []    # (step, node, snapshot) taken in each node's post-hook
 
     def on_step(step, fn):
         if len(after_node) >= max_steps:
@@ -274,10 +258,10 @@ def step_through(run, *roots, names=None, title=None, expect_error=None,
 
     frames = [Frame(0, snapshot=before)]
     prev = before
-    senders: dict = {}       # node -> how many earlier steps sent it a gradient
+    senders: dict[object, int] = {}       # node -> how many earlier steps sent it a gradient
     for k, (step, fn, snap) in enumerate(after_node):
         nxt = after_node[k + 1][2] if k + 1 < len(after_node) else final
-        merged = _merge(snap, nxt)
+        merged = snap.with_saved_from(nxt)   # grads after the node ran; saved tensors after their release
         nid = ids.get(fn)
         released = [(f"its saved {s.describe()}" if op.id == nid else
                      f"{op.id} {merged.ops[op.id].name} saved {s.describe()}")
@@ -298,8 +282,7 @@ def step_through(run, *roots, names=None, title=None, expect_error=None,
                             grads_out=outs, released=released, grad_changes=changes,
                             snapshot=merged))
     if raised is not None:
-        done = {tr.nodes[s.node_index] for s in tr.steps}
-        failing = next((tr.nodes[i] for i in reversed(tr.started) if tr.nodes[i] not in done), None)
+        failing = tr.unfinished
         frames.append(Frame(len(frames), node_id=ids.get(failing) if failing else None,
                             node_label=label(failing) if failing else "a node outside the drawn graph",
                             error=_first_sentence(raised), snapshot=final))

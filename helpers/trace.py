@@ -12,19 +12,27 @@ Optional callbacks see the engine at work (helpers.stepper uses them):
 `on_start(fn)` runs in a node's pre-hook, just before the node computes;
 `on_step(step, fn)` runs in its post-hook, right after it computed and before the
 engine releases its saved tensors (with retain_graph=False the release comes next).
-`tr.started` lists the node indices whose pre-hook ran: a node that started but has no
-step is the one that raised.
+`tr.started` lists the node indices whose pre-hook ran, in order; `tr.unfinished` is the
+node that started and did not finish: the one that raised.
+
+Where a failing backward stopped, for a notebook cell that fails live:
+
+    with where_backward_stops(e) as stop:   # re-raises; `stop` says which node failed
+        e.backward()
+    stop.stopped_in                          # 'MulBackward0'
 """
 from __future__ import annotations
 
+import contextlib
 from collections import Counter, deque
 
 import torch
 
-from .walk import COUNT_LIMIT, GraphInputError
+from .snapshot import GraphInputError
+from .walk import COUNT_LIMIT
 
 
-def reachable_nodes(*roots, limit: int = COUNT_LIMIT) -> list:
+def reachable_nodes(*roots, limit: int = COUNT_LIMIT) -> list[torch.autograd.graph.Node]:
     """Every grad_fn node reachable from `roots` (tensors), breadth-first, iteratively.
 
     Bounded by the same ceiling as the renderer's walk (helpers.walk.COUNT_LIMIT): in
@@ -50,7 +58,8 @@ def reachable_nodes(*roots, limit: int = COUNT_LIMIT) -> list:
 class Step:
     """One node run by the engine: its name, its position, the gradients in and out."""
 
-    def __init__(self, index, node_index, name, grad_in, grad_out):
+    def __init__(self, index: int, node_index: int, name: str,
+                 grad_in: tuple[torch.Tensor | None, ...] | None, grad_out: tuple[torch.Tensor | None, ...] | None):
         self.index, self.node_index, self.name = index, node_index, name
         self.grad_in, self.grad_out = grad_in, grad_out
 
@@ -65,12 +74,14 @@ class BackwardTrace:
         self.keep_grads = keep_grads
         self.on_start, self.on_step = on_start, on_step
         self.steps: list[Step] = []
-        self.started: list[int] = []
+        self.started: list[int] = []   # node indices, as the engine started them
+        self._running: list[int] = []  # started, not finished yet: a stack (a node may run a backward)
         self._handles = []
 
     def _prehook(self, fn):
         def prehook(grad_outputs):
             self.started.append(self.index[fn])
+            self._running.append(self.index[fn])
             if self.on_start is not None:
                 self.on_start(fn)
         return prehook
@@ -82,7 +93,10 @@ class BackwardTrace:
                 if not self.keep_grads:
                     return None
                 return tuple(None if g is None else g.detach().clone() for g in gs)
-            self.steps.append(Step(len(self.steps), self.index[fn], fn.name(),
+            i = self.index[fn]
+            if i in self._running:   # close its latest start
+                del self._running[len(self._running) - 1 - self._running[::-1].index(i)]
+            self.steps.append(Step(len(self.steps), i, fn.name(),
                                    copy(grad_outputs), copy(grad_inputs)))
             if self.on_step is not None:
                 self.on_step(self.steps[-1], fn)
@@ -101,9 +115,60 @@ class BackwardTrace:
         return False
 
     @property
-    def order(self) -> list:
+    def order(self) -> list[str]:
         return [s.name for s in self.steps]
 
     @property
-    def counts(self) -> Counter:
+    def counts(self) -> Counter[str]:
         return Counter(s.name for s in self.steps)
+
+    @property
+    def unfinished(self):
+        """The node (grad_fn) the engine started and did not finish, or None: the one that raised.
+
+        The engine runs a node's pre-hook, the node, then its post-hook; on the CPU one node at
+        a time. So each finish closes its node's latest start, and what stays open is the node
+        that raised; when several stay open (a node whose own backward runs another backward,
+        or an earlier failed call inside the same trace), the latest start is the one that
+        raised last. A node that finished in an earlier call and raises now is found too.
+        """
+        return self.nodes[self._running[-1]] if self._running else None
+
+
+# --------------------------------------------------------------------------------
+class Stop:
+    """Result of `where_backward_stops`: the nodes that ran, and the one that raised."""
+
+    def __init__(self):
+        self.ran: list[str] = []          # node names that finished, in engine order
+        self.stopped_in: str | None = None  # name of the node that started but did not finish
+        self.raised: BaseException | None = None   # the exception, if the block raised
+
+    def __repr__(self) -> str:
+        ran = ", ".join(self.ran) or "nothing"
+        if self.raised is None:
+            return f"finished: ran {ran}"
+        where = self.stopped_in or "before any node of the graph"
+        return f"ran {ran}; stopped in {where} ({type(self.raised).__name__})"
+
+
+def _short(fn) -> str:
+    return fn.name().replace("torch::autograd::", "")
+
+
+@contextlib.contextmanager
+def where_backward_stops(*roots):
+    """Hook every node behind `roots`; after the block, say which node started but never finished
+    (`BackwardTrace.unfinished`). The exception is re-raised (a cell that fails live still fails).
+    Public node hooks only: it changes nothing the graph does."""
+    stop = Stop()
+    with BackwardTrace(*roots, keep_grads=False) as trace:
+        try:
+            yield stop
+        except BaseException as exc:
+            stop.raised = exc
+            failing = trace.unfinished
+            stop.stopped_in = None if failing is None else _short(failing)
+            raise
+        finally:
+            stop.ran = [_short(trace.nodes[s.node_index]) for s in trace.steps]

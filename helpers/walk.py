@@ -9,12 +9,19 @@ what `backward()` without `retain_graph=True` does to every tensor it saved.
 """
 from __future__ import annotations
 
+import dataclasses
 import re
-from collections import Counter, deque
+from collections import deque
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 
 import torch
+from torch.autograd.graph import Node
+
+# The data model and the formatters live in helpers.snapshot; they are re-exported here for
+# code written before the split (notebooks import fmt_bytes, fmt_values from helpers.walk).
+from .snapshot import (  # noqa: F401  (re-exports)
+    GraphInputError, Op, Role, Saved, SavedState, Snapshot, TensorBox, dtype_name, fmt_bytes,
+    fmt_number, fmt_shape, fmt_values)
 
 # Hard ceiling on how many nodes one walk touches (drawn + counted beyond the cap).
 # Not only a time limit: in torch 2.13, once Python has touched the nodes of a chain
@@ -23,163 +30,21 @@ import torch
 COUNT_LIMIT = 20_000
 
 
-class GraphInputError(ValueError):
-    """Raised for input the renderer cannot draw, with a message saying what to do."""
+class SavedTensorModified(RuntimeError):
+    """Raised by a saved-tensor hook (helpers.memory) when a saved tensor was changed in place
+    since it was saved: what autograd itself raises then, with the two versions as data, so
+    the walk reads them instead of parsing a message."""
 
-
-@dataclass(frozen=True)
-class Saved:
-    """One thing an op node saved for backward."""
-
-    slot: str              # 'self', 'other', 'result', 'saved_tensors[0]', 'exponent', ...
-    is_tensor: bool
-    state: str             # 'held' or 'freed' for tensors ('unreadable' if reading it raised
-                           # anything else), 'value' for non-tensors
-    shape: tuple | None = None
-    dtype: str | None = None
-    nbytes: int | None = None
-    alias: str | None = None   # a named tensor sharing this storage ('a', 'c', 'w.T', ...)
-    value: str | None = None   # printed form of a non-tensor value
-    modified: str | None = None  # held, but changed in place since saved: "version 1 -> 2"
-    alias_view: bool = False   # True: same memory as `alias`, but another shape/stride/offset
-
-    def alias_note(self) -> str:
-        """'= a' (the named tensor itself, or 'a.T': its transpose), 'shares memory with a'
-        (another view of the same memory)."""
-        if not self.alias:
-            return ""
-        return f"shares memory with {self.alias}" if self.alias_view else f"= {self.alias}"
-
-    def describe(self) -> str:
-        if not self.is_tensor:
-            return f"{self.slot} = {self.value}"
-        stale = f" MODIFIED IN PLACE since saved ({self.modified})" if self.modified else ""
-        if self.state == "unreadable":
-            stale = f" (reading it raised {self.value})"
-        if self.shape is None:
-            return f"{self.slot}: size unknown{stale}"
-        alias = f" ({self.alias_note()})" if self.alias else ""
-        return f"{self.slot}{alias}: {fmt_shape(self.shape)} {self.dtype} {fmt_bytes(self.nbytes)}{stale}"
-
-
-@dataclass
-class Op:
-    id: str
-    name: str
-    inputs: list = field(default_factory=list)    # ids of ops/leaves feeding this op
-    saved: list = field(default_factory=list)
-    produces: list = field(default_factory=list)  # names of named tensors it made
-
-
-@dataclass
-class TensorBox:
-    id: str
-    name: str
-    role: str                  # 'leaf', 'output', 'intermediate'
-    shape: tuple
-    dtype: str
-    requires_grad: bool
-    retains_grad: bool
-    grad: str | None           # formatted .grad, or None when there is none
-    made_by: str | None = None  # op id for non-leaf tensors
-
-
-@dataclass
-class Snapshot:
-    """Everything a picture of the graph needs, with no reference to the graph."""
-
-    roots: list                 # names of the roots, in the order given
-    ops: dict                   # id -> Op, in discovery order
-    tensors: dict               # id -> TensorBox
-    edges: list                 # (from_id, to_id): forward direction, input -> op -> output
-    truncated: bool = False
-    total_nodes: int = 0        # ops + leaves in the whole graph (up to COUNT_LIMIT)
-    hidden_by_type: Counter = field(default_factory=Counter)
-    count_capped: bool = False
-    cut_at: list = field(default_factory=list)  # drawn op ids with inputs beyond the cap
-
-    # -- summaries used by text, pictures, tests ---------------------------------
-    def saved_tensors(self):
-        for op in self.ops.values():
-            for s in op.saved:
-                if s.is_tensor:
-                    yield op, s
-
-    def bytes_by_state(self) -> dict:
-        """{"held": bytes, "freed": bytes}, plus "unreadable" only when present."""
-        out = {"held": 0, "freed": 0}
-        for _, s in self.saved_tensors():
-            out[s.state] = out.get(s.state, 0) + (s.nbytes or 0)
-        return out
-
-    def count_by_state(self) -> dict:
-        """{"held": n, "freed": n}, plus "unreadable" only when present."""
-        out = {"held": 0, "freed": 0}
-        for _, s in self.saved_tensors():
-            out[s.state] = out.get(s.state, 0) + 1
-        return out
-
-    # -- what changed since an earlier snapshot of the same graph ------------------
-    def freed_since(self, earlier: "Snapshot") -> list:
-        """[(op, saved)]: saved tensors held in `earlier` and freed now (matched by op id, slot)."""
-        was = {(op.id, s.slot): s.state for op, s in earlier.saved_tensors()}
-        return [(op, s) for op, s in self.saved_tensors()
-                if s.state == "freed" and was.get((op.id, s.slot)) == "held"]
-
-    def modified_since(self, earlier: "Snapshot") -> list:
-        """[(op, saved)]: saved tensors changed in place that `earlier` did not show changed."""
-        was = {(op.id, s.slot): s.modified for op, s in earlier.saved_tensors()}
-        return [(op, s) for op, s in self.saved_tensors() if s.modified and not was.get((op.id, s.slot))]
-
-    def grad_changes_since(self, earlier: "Snapshot") -> list:
-        """['x.grad: None -> [2, 4]', ...] for leaves and retained tensors whose .grad changed."""
-        was = {t.name: t.grad for t in earlier.tensors.values()}
-        return [f"{t.name}.grad: {was.get(t.name)} -> {t.grad}" for t in self.tensors.values()
-                if (t.role == "leaf" or t.retains_grad) and t.grad != was.get(t.name)]
+    def __init__(self, message: str, saved_version: int, now_version: int):
+        super().__init__(message)
+        self.saved_version, self.now_version = saved_version, now_version
 
 
 # --------------------------------------------------------------------------------
-# formatting of small values: deterministic by construction
-def fmt_shape(shape) -> str:
-    return "(" + ", ".join(str(int(d)) for d in shape) + ("," if len(shape) == 1 else "") + ")"
+_SAVED_ATTRS: dict[type, list[str]] = {}
 
 
-def fmt_bytes(n) -> str:
-    if n is None:
-        return "? B"
-    for unit, size in (("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= size:
-            return f"{n / size:.1f} {unit}"
-    return f"{n} B"
-
-
-def fmt_number(v: float) -> str:
-    v = float(v) + 0.0  # turns -0.0 into 0.0
-    text = f"{v:.4g}"
-    return "0" if text in ("-0", "0") else text
-
-
-def fmt_values(t: torch.Tensor, max_values: int = 8) -> str:
-    """Values of a small tensor, or its shape and norm when it is big."""
-    t = t.detach()
-    if t.numel() <= max_values:
-        if t.dim() == 0:
-            return fmt_number(t.item())
-        flat = ", ".join(fmt_number(v) for v in t.reshape(-1).tolist())
-        return f"[{flat}]" if t.dim() == 1 else f"[{flat}] {fmt_shape(t.shape)}"
-    norm = t.double().norm().item() if t.is_floating_point() or t.is_complex() else float("nan")
-    return f"{fmt_shape(t.shape)} norm {fmt_number(norm)}"
-
-
-def _dtype_name(dtype) -> str:
-    return str(dtype).replace("torch.", "")
-
-
-# --------------------------------------------------------------------------------
-_SAVED_ATTRS: dict = {}
-
-
-def _saved_attr_names(fn) -> list:
+def _saved_attr_names(fn) -> list[str]:
     """The `_saved_*` properties of a node's class (cached per class)."""
     cls = type(fn)
     names = _SAVED_ATTRS.get(cls)
@@ -199,30 +64,31 @@ def _is_freed_error(err: RuntimeError) -> bool:
     return "freed" in text or "backward through the graph a second time" in text
 
 
-_VERSIONS = re.compile(r"is at version (\d+); expected version (\d+)")
+# torch's own message when a saved tensor was changed in place (no saved-tensor hooks)
+_TORCH_VERSIONS = re.compile(r"modified by an inplace operation.*is at version (\d+); expected version (\d+)", re.S)
 
 
-def _modified_note(err: RuntimeError):
+def _modified_note(err: RuntimeError) -> str | None:
     """'version 1 -> 2' when reading a saved tensor failed because it was changed in place."""
-    m = _VERSIONS.search(str(err))
-    if "modified by an inplace operation" not in str(err) or m is None:
-        return None
-    return f"version {m.group(2)} -> {m.group(1)}"
+    if isinstance(err, SavedTensorModified):
+        return f"version {err.saved_version} -> {err.now_version}"
+    m = _TORCH_VERSIONS.search(str(err))
+    return None if m is None else f"version {m.group(2)} -> {m.group(1)}"
 
 
-def _unreadable_state(err: Exception) -> tuple:
-    """(state, note) for a saved tensor whose reading raised `err`: ('held', 'version 0 -> 1')
+def _unreadable_state(err: Exception) -> tuple[SavedState, str | None]:
+    """(state, note) for a saved tensor whose reading raised `err`: (HELD, 'version 0 -> 1')
     when it was changed in place since saved (still in memory; backward would raise),
-    ('freed', None), or ('unreadable', what was raised)."""
+    (FREED, None), or (UNREADABLE, what was raised)."""
     if isinstance(err, RuntimeError):
         if _is_freed_error(err):
-            return "freed", None
+            return SavedState.FREED, None
         note = _modified_note(err)
         if note is not None:
-            return "held", note
+            return SavedState.HELD, note
     first = str(err).strip().splitlines()[0] if str(err).strip() else ""
     note = type(err).__name__ + (": " + first[:60] + ("..." if len(first) > 60 else "") if first else "")
-    return "unreadable", note
+    return SavedState.UNREADABLE, note
 
 
 def _geometry(t):
@@ -251,8 +117,8 @@ def _tensor_saved(slot, t, storages) -> Saved:
         same = [n for n, g in named if geometry is not None and g == geometry]
         same += [f"{n}.T" for n, g in named if _is_transpose(g, geometry)]   # Linear saves weight.T
         alias, view = (same[0], False) if same else (named[0][0], True)
-    return Saved(slot=slot, is_tensor=True, state="held", shape=tuple(t.shape),
-                 dtype=_dtype_name(t.dtype), nbytes=t.numel() * t.element_size(),
+    return Saved(slot=slot, is_tensor=True, state=SavedState.HELD, shape=tuple(t.shape),
+                 dtype=dtype_name(t.dtype), nbytes=t.numel() * t.element_size(),
                  alias=alias, alias_view=view)
 
 
@@ -267,7 +133,7 @@ def _storage_key(t):
 _META_KEY = "backward_twice.saved"
 
 
-def _read_saved(fn, storages) -> list:
+def _read_saved(fn, storages) -> list[Saved]:
     """Everything `fn` saved, each marked held or freed.
 
     Sizes of a tensor seen held in an earlier walk are kept in the node's own
@@ -286,11 +152,10 @@ def _read_saved(fn, storages) -> list:
         except Exception as err:  # freed by backward, changed in place, or a saved-tensor hook failed
             state, note = _unreadable_state(err)
             prev = [s for k, s in known.items() if k == slot or k.startswith(slot + "[")]
-            modified = note if state == "held" else None
-            value = note if state == "unreadable" else None
-            if prev:
-                out.extend(Saved(p.slot, True, state, p.shape, p.dtype, p.nbytes, p.alias, value, modified, p.alias_view)
-                           for p in prev)
+            modified = note if state is SavedState.HELD else None
+            value = note if state is SavedState.UNREADABLE else None
+            if prev:   # what an earlier walk saw held: its size, its name
+                out.extend(dataclasses.replace(p, state=state, value=value, modified=modified) for p in prev)
             else:
                 out.append(Saved(slot, True, state, value=value, modified=modified))
             continue
@@ -306,7 +171,7 @@ def _read_saved(fn, storages) -> list:
         elif value is None or (attr == "saved_tensors" and not value):
             continue  # optional input that was not needed, or a Function that saved nothing
         else:
-            out.append(Saved(slot=slot, is_tensor=False, state="value", value=_fmt_value(value)))
+            out.append(Saved(slot=slot, is_tensor=False, state=SavedState.VALUE, value=_fmt_value(value)))
     return out
 
 
@@ -389,153 +254,187 @@ def snapshot(*roots, names=None, max_nodes=300) -> Snapshot:
     return snapshot_with_ids(*roots, names=names, max_nodes=max_nodes)[0]
 
 
-def snapshot_with_ids(*roots, names=None, max_nodes=300) -> tuple:
+def snapshot_with_ids(*roots, names=None, max_nodes=300) -> tuple[Snapshot, dict[Node, str]]:
     """`snapshot(...)`, and {grad_fn: its id in the snapshot ('op3', 'leaf1')} for the nodes
     drawn: what the stepper needs to name live nodes. The dict holds references to the nodes,
     so keep it no longer than the graph itself."""
     check_roots(roots, names)
     check_max_nodes(max_nodes)
-    names = dict(names or {})
+    names, root_names = _name_roots(roots, names)
+    walk = _Walk(names, root_names, max_nodes)
+    walk.add_roots(roots)
+    walk.breadth_first()
+    walk.attach_named_tensors()
+    walk.count_hidden()
+    return walk.snap, walk.node_id
 
-    # Who is who: leaves and named non-leaf tensors, by identity.
+
+def _name_roots(roots, names) -> tuple[dict[str, torch.Tensor], list[str]]:
+    """(every name -> tensor, the roots' names): a root the caller did not name is 'out'
+    (or 'out1', 'out2', ... for several), never taking a name given to another tensor."""
+    names = dict(names or {})
     root_names = []
     for i, t in enumerate(roots):
         found = next((n for n, v in names.items() if v is t), None)
         if found is None:
             found = "out" if len(roots) == 1 else f"out{i + 1}"
-            while found in names:  # never take over a name the caller gave another tensor
+            while found in names:
                 found += "'"
             names[found] = t
         root_names.append(found)
-    by_fn: dict = {}          # grad_fn -> [(name, tensor)] for named non-leaf tensors
-    leaf_name: dict = {}      # id(leaf tensor) -> name
-    storages: dict = {}
-    for n, t in names.items():
-        if t.grad_fn is not None:
-            by_fn.setdefault(t.grad_fn, []).append((n, t))
-        elif t.requires_grad:
-            leaf_name[id(t)] = n
-        key = _storage_key(t)
-        if key is not None:
-            storages.setdefault(key, []).append((n, _geometry(t)))
+    return names, root_names
 
-    snap = Snapshot(roots=root_names, ops={}, tensors={}, edges=[])
-    node_id: dict = {}        # grad_fn -> id; holds refs only during the walk
-    leaf_box: dict = {}       # id(leaf tensor) -> id of its box: one box per leaf
-    keep = []                 # keeps walked objects alive so identities stay unique
-    queue = deque()
 
-    def new_leaf(leaf):
-        nid = f"leaf{len(leaf_box) + 1}"
-        name = leaf_name.get(id(leaf), f"leaf {len(leaf_box) + 1}")
-        snap.tensors[nid] = _tensor_box(nid, name, "leaf", leaf)
-        leaf_box[id(leaf)] = nid
-        keep.append(leaf)
+class _Walk:
+    """One walk of a graph, in phases (the methods, called in order by snapshot_with_ids).
+
+    Node ids are made here and only here: 'op<n>' for an op, 'leaf<n>' for a leaf's box,
+    't_<op id>_<k>' for the k-th named tensor an op made. Everywhere else an id is opaque
+    and `Snapshot.role(id)` says what it is.
+    """
+
+    def __init__(self, names: dict[str, torch.Tensor], root_names: list[str], max_nodes: int):
+        self.root_names, self.max_nodes = root_names, max_nodes
+        # Who is who: named non-leaf tensors by their grad_fn, leaves by identity, storages.
+        self.by_fn: dict[Node, list[tuple[str, torch.Tensor]]] = {}   # grad_fn -> [(name, tensor)] for named non-leaf tensors
+        self.leaf_name: dict[int, str] = {}      # id(leaf tensor) -> name
+        self.storages: dict[tuple[int, int], list[tuple[str, tuple | None]]] = {}   # storage key -> [(name, geometry)]
+        for n, t in names.items():
+            if t.grad_fn is not None:
+                self.by_fn.setdefault(t.grad_fn, []).append((n, t))
+            elif t.requires_grad:
+                self.leaf_name[id(t)] = n
+            key = _storage_key(t)
+            if key is not None:
+                self.storages.setdefault(key, []).append((n, _geometry(t)))
+        self.snap = Snapshot(roots=root_names, ops={}, tensors={}, edges=[])
+        self.node_id: dict[Node, str] = {}   # grad_fn -> id; holds refs only during the walk
+        self.leaf_box: dict[int, str] = {}       # id(leaf tensor) -> id of its box: one box per leaf
+        self.keep: list[object] = []   # keeps walked objects alive so identities stay unique
+        self.queue: deque[tuple[Node, str]] = deque()   # (grad_fn, id) of ops whose inputs are not walked yet
+        self.hidden: list[Node] = []   # nodes met beyond the cap
+        self.hidden_leaves: list[torch.Tensor] = []   # leaves passed as roots, beyond the cap
+        self.edge_set: set[tuple[str, str]] = set()   # membership for snap.edges (a list, in discovery order)
+        self.cut_set: set[str] = set()
+
+    def _full(self) -> bool:
+        return len(self.snap.ops) + len(self.leaf_box) >= self.max_nodes
+
+    def _new_leaf(self, leaf) -> str:
+        nid = f"leaf{len(self.leaf_box) + 1}"
+        name = self.leaf_name.get(id(leaf), f"leaf {len(self.leaf_box) + 1}")
+        self.snap.tensors[nid] = _tensor_box(nid, name, Role.LEAF, leaf)
+        self.leaf_box[id(leaf)] = nid
+        self.keep.append(leaf)
         return nid
 
-    def visit(fn):
-        if fn in node_id:
-            return node_id[fn], False
+    def _visit(self, fn) -> tuple[str | None, bool]:
+        """(id of fn, False) once fn is drawn (an op is queued for its inputs); (None, True)
+        when the cap is reached."""
+        if fn in self.node_id:
+            return self.node_id[fn], False
         is_leaf = type(fn).__name__ == "AccumulateGrad"
         if is_leaf:
             leaf = fn.variable
-            if id(leaf) in leaf_box:  # drawn already (a leaf passed as a root)
-                keep.append(fn)
-                node_id[fn] = leaf_box[id(leaf)]
-                return node_id[fn], False
-        if len(snap.ops) + len(leaf_box) >= max_nodes:
+            if id(leaf) in self.leaf_box:  # drawn already (a leaf passed as a root)
+                self.keep.append(fn)
+                self.node_id[fn] = self.leaf_box[id(leaf)]
+                return self.node_id[fn], False
+        if self._full():
             return None, True
-        keep.append(fn)
+        self.keep.append(fn)
         if is_leaf:
-            nid = new_leaf(leaf)
+            nid = self._new_leaf(leaf)
         else:
-            nid = f"op{len(snap.ops) + 1}"
-            snap.ops[nid] = Op(id=nid, name=fn.name(),
-                               saved=_read_saved(fn, storages))
-            queue.append((fn, nid))
-        node_id[fn] = nid
+            nid = f"op{len(self.snap.ops) + 1}"
+            self.snap.ops[nid] = Op(id=nid, name=fn.name(), saved=_read_saved(fn, self.storages))
+            self.queue.append((fn, nid))
+        self.node_id[fn] = nid
         return nid, False
 
-    hidden = []
-    hidden_leaves = []        # leaves passed as roots, beyond the cap
-    edge_set = set()          # membership for snap.edges (a list, in discovery order)
-    cut_set = set()
-    for name, t in zip(root_names, roots):
-        if t.grad_fn is None:  # a leaf as root: the graph is just the leaf
-            if t.requires_grad and id(t) not in leaf_box:
-                leaf_name.setdefault(id(t), name)
-                if len(snap.ops) + len(leaf_box) >= max_nodes:
-                    hidden_leaves.append(t)   # the cap holds for roots too
-                else:
-                    new_leaf(t)
-            continue
-        _, over = visit(t.grad_fn)
-        if over:  # a root beyond the cap (many roots, small max_nodes): counted, not dropped
-            hidden.append(t.grad_fn)
-    while queue:
-        fn, nid = queue.popleft()
-        for nxt, _ in fn.next_functions:
-            if nxt is None:
+    def add_roots(self, roots) -> None:
+        """Phase 1: the roots' nodes, in the order given (a leaf as root is its own box)."""
+        for name, t in zip(self.root_names, roots):
+            if t.grad_fn is None:  # a leaf as root: the graph is just the leaf
+                if t.requires_grad and id(t) not in self.leaf_box:
+                    self.leaf_name.setdefault(id(t), name)
+                    if self._full():
+                        self.hidden_leaves.append(t)   # the cap holds for roots too
+                    else:
+                        self._new_leaf(t)
                 continue
-            src, over = visit(nxt)
-            if over:
-                hidden.append(nxt)
-                if nid not in cut_set:
-                    cut_set.add(nid)
-                    snap.cut_at.append(nid)
+            _, over = self._visit(t.grad_fn)
+            if over:  # a root beyond the cap (many roots, small max_nodes): counted, not dropped
+                self.hidden.append(t.grad_fn)
+
+    def breadth_first(self) -> None:
+        """Phase 2: every op's inputs, breadth-first, up to max_nodes; edges in discovery order."""
+        snap = self.snap
+        while self.queue:
+            fn, nid = self.queue.popleft()
+            for nxt, _ in fn.next_functions:
+                if nxt is None:
+                    continue
+                src, over = self._visit(nxt)
+                if over:
+                    self.hidden.append(nxt)
+                    if nid not in self.cut_set:
+                        self.cut_set.add(nid)
+                        snap.cut_at.append(nid)
+                    continue
+                if (src, nid) not in self.edge_set:
+                    self.edge_set.add((src, nid))
+                    snap.edges.append((src, nid))
+                snap.ops[nid].inputs.append(src)
+
+    def attach_named_tensors(self) -> None:
+        """Phase 3: named non-leaf tensors (roots, retained intermediates) hang off the op
+        that made them."""
+        snap = self.snap
+        for fn, named in self.by_fn.items():
+            op_id = self.node_id.get(fn)
+            if op_id is None:
                 continue
-            if (src, nid) not in edge_set:
-                edge_set.add((src, nid))
-                snap.edges.append((src, nid))
-            snap.ops[nid].inputs.append(src)
+            for n, t in named:
+                role = Role.OUTPUT if n in self.root_names else Role.INTERMEDIATE
+                tid = f"t_{op_id}_{len(snap.ops[op_id].produces)}"
+                snap.tensors[tid] = _tensor_box(tid, n, role, t, made_by=op_id)
+                snap.ops[op_id].produces.append(n)
+                snap.edges.append((op_id, tid))
 
-    # Named non-leaf tensors (roots, retained intermediates) hang off the op that made them.
-    for fn, named in by_fn.items():
-        op_id = node_id.get(fn)
-        if op_id is None:
-            continue
-        for n, t in named:
-            role = "output" if n in root_names else "intermediate"
-            tid = f"t_{op_id}_{len(snap.ops[op_id].produces)}"
-            snap.tensors[tid] = _tensor_box(tid, n, role, t, made_by=op_id)
-            snap.ops[op_id].produces.append(n)
-            snap.edges.append((op_id, tid))
-
-    snap.total_nodes = len(snap.ops) + len(leaf_box)
-    if hidden or hidden_leaves:
+    def count_hidden(self) -> None:
+        """Phase 4: the nodes beyond the cap, counted by type (iteratively, up to COUNT_LIMIT)."""
+        snap = self.snap
+        snap.total_nodes = len(snap.ops) + len(self.leaf_box)
+        if not (self.hidden or self.hidden_leaves):
+            return
         snap.truncated = True
-        _count_hidden(snap, hidden, set(node_id), set(leaf_box), hidden_leaves)
-    return snap, node_id
-
-
-def _count_hidden(snap, frontier, seen_fns, drawn_leaves=frozenset(), root_leaves=()) -> None:
-    """Count (iteratively) the nodes beyond the cap, by type, up to COUNT_LIMIT."""
-    seen = set(seen_fns)
-    stack = list(frontier)
-    keep = []
-    leaves = set(drawn_leaves)  # ids of leaf tensors drawn or counted: each counts once
-    for t in root_leaves:
-        if id(t) not in leaves:
-            leaves.add(id(t))
-            snap.hidden_by_type["leaf"] += 1
-    while stack:
-        fn = stack.pop()
-        if fn in seen:
-            continue
-        seen.add(fn)
-        keep.append(fn)
-        if type(fn).__name__ == "AccumulateGrad":
-            if id(fn.variable) in leaves:
-                continue  # a leaf passed as a root: drawn or counted already
-            leaves.add(id(fn.variable))
-            snap.hidden_by_type["leaf"] += 1
-        else:
-            snap.hidden_by_type[fn.name()] += 1
-        if len(seen) >= COUNT_LIMIT:
-            snap.count_capped = True
-            break
-        stack.extend(n for n, _ in fn.next_functions if n is not None)
-    snap.total_nodes += sum(snap.hidden_by_type.values())
+        seen = set(self.node_id)
+        stack = list(self.hidden)
+        keep = []
+        leaves = set(self.leaf_box)  # ids of leaf tensors drawn or counted: each counts once
+        for t in self.hidden_leaves:
+            if id(t) not in leaves:
+                leaves.add(id(t))
+                snap.hidden_by_type["leaf"] += 1
+        while stack:
+            fn = stack.pop()
+            if fn in seen:
+                continue
+            seen.add(fn)
+            keep.append(fn)
+            if type(fn).__name__ == "AccumulateGrad":
+                if id(fn.variable) in leaves:
+                    continue  # a leaf passed as a root: drawn or counted already
+                leaves.add(id(fn.variable))
+                snap.hidden_by_type["leaf"] += 1
+            else:
+                snap.hidden_by_type[fn.name()] += 1
+            if len(seen) >= COUNT_LIMIT:
+                snap.count_capped = True
+                break
+            stack.extend(n for n, _ in fn.next_functions if n is not None)
+        snap.total_nodes += sum(snap.hidden_by_type.values())
 
 
 def _tensor_box(nid, name, role, t, made_by=None) -> TensorBox:
@@ -543,6 +442,6 @@ def _tensor_box(nid, name, role, t, made_by=None) -> TensorBox:
     if t.is_leaf or t.retains_grad:
         g = t.grad  # no warning: leaves and retained tensors may be read
         grad = None if g is None else fmt_values(g)
-    return TensorBox(id=nid, name=name, role=role, shape=tuple(t.shape), dtype=_dtype_name(t.dtype),
+    return TensorBox(id=nid, name=name, role=role, shape=tuple(t.shape), dtype=dtype_name(t.dtype),
                      requires_grad=t.requires_grad, retains_grad=bool(t.retains_grad) and not t.is_leaf,
                      grad=grad, made_by=made_by)

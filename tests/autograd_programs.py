@@ -14,3 +14,20 @@ class Square(torch.autograd.Function):
     def backward(ctx, g):
         (x,) = ctx.saved_tensors
         return 2 * x * g
+
+
+def seed_graph():
+    """The graph of seeds 002/004: a -> b = a**2 -> c = b*2 -> d = c.mean(), e = c.sum()."""
+    a = torch.tensor([[1.0, 2.0, 3.0, 4.0]], requires_grad=True)
+    b = a ** 2
+    c = b * 2
+    return dict(a=a, b=b, c=c, d=c.mean(), e=c.sum())
+
+
+def chain(n):
+    """x -> x * 1.5 -> ... (n MulBackward0 nodes): (the leaf x, the last tensor)."""
+    x = torch.ones(2, requires_grad=True)
+    y = x
+    for _ in range(n):
+        y = y * 1.5
+    return x, y

@@ -80,3 +80,18 @@ def test_check_cell_run_before_its_answer_cell_gets_a_sentence_not_a_traceback()
     assert "Traceback" in out and "not_an_answer" in out          # other NameErrors: as usual
     assert out.count("Traceback") == 1
     assert "Exercise 0.1: right!" in out
+
+
+def test_an_answer_checked_again_keeps_the_latest(capsys):
+    from helpers.exercise import results
+
+    check("r.1", ..., 3, hint="h")
+    check("r.2", 3, 3, hint="h")
+    assert {k: v for k, v in results().items() if k.startswith("r.")} == {"r.1": "no answer", "r.2": "right"}
+    check("r.1", 2, 3, hint="h")                    # a first guess
+    check("r.1", 2, 3, hint="h")                    # the same cell run again: the same line
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[-1] == lines[-2]
+    assert results()["r.1"] == "not quite"
+    check("r.1", 3, 3, hint="h")                    # corrected
+    assert [k for k in results() if k.startswith("r.")] == ["r.1", "r.2"] and results()["r.1"] == "right"

@@ -27,3 +27,27 @@ def test_failing_or_silent_claims_are_not_recorded():
         with ledger.claim("x-4", seed="000", quote="q", teaches="") as c:
             c.verdict("maybe", "")
     assert ledger.claims == []
+
+
+def test_a_claim_recorded_again_keeps_the_latest_in_place(capsys):
+    """A claim cell run twice (Shift-Enter twice, Run All twice) replaces its record."""
+    ledger = Ledger()
+    for cid in ("x-1", "x-2"):
+        with ledger.claim(cid, seed="000", quote="q", teaches="") as c:
+            c.verdict("true", "first run")
+    with ledger.claim("x-1", seed="000", quote="q", teaches="") as c:
+        c.verdict("partly", "second run")
+    assert [(c.cid, c.result, c.why) for c in ledger.claims] == [
+        ("x-1", "partly", "second run"), ("x-2", "true", "first run")]
+    assert ledger.counts() == {"true": 1, "false": 0, "partly": 1}
+    assert capsys.readouterr().out.splitlines()[-1] == "[x-1] PARTLY TRUE: second run"
+
+
+def test_a_claim_whose_rerun_fails_loses_its_earlier_verdict():
+    ledger = Ledger()
+    with ledger.claim("x-1", seed="000", quote="q", teaches="") as c:
+        c.verdict("true", "first run")
+    with pytest.raises(AssertionError):
+        with ledger.claim("x-1", seed="000", quote="q", teaches="") as c:
+            assert 1 == 2
+    assert ledger.claims == []          # no stale verdict from a run that no longer proves it

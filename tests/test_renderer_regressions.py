@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from helpers import render
 from helpers.graph import draw
+from helpers.snapshot import NAMED_TENSOR_ROLES
 from helpers.walk import snapshot
 
 
@@ -33,7 +34,7 @@ def _reference_add_snapshot(g, snap, prefix="", highlight=()):
     for t in snap.tensors.values():
         g.node(prefix + t.id, render._tensor_label(t, t.id in highlight), shape="plaintext", margin="0")
     for a, b in snap.edges:
-        style = {"style": "dashed"} if b.startswith("t_") else {}
+        style = {"style": "dashed"} if snap.role(b) in NAMED_TENSOR_ROLES else {}
         g.edge(prefix + a, prefix + b, **style)
     if snap.truncated:
         g.node(prefix + "more", render._summary_label(snap), shape="plaintext")

@@ -1,0 +1,230 @@
+"""The data model of a graph picture, and the formatters of its small values.
+
+A `Snapshot` is what `helpers.walk.snapshot` reads from a live autograd graph: names,
+shapes and states only, no reference to the graph. Everything that draws or describes a
+graph (`render`, `graph`, `stepper`) reads a Snapshot, never the graph.
+
+    from helpers.snapshot import fmt_bytes      # 1536 -> '1.5 KiB'
+
+Node ids ('op3', 'leaf1', ...) are made by the walk and are opaque everywhere else: what a
+node is comes from `Snapshot.role(node_id)`.
+"""
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+import torch
+
+
+class GraphInputError(ValueError):
+    """Raised for input the renderer cannot draw, with a message saying what to do."""
+
+
+class SavedState(StrEnum):
+    """What became of something a node saved for backward. A str: `state == "freed"` holds."""
+
+    HELD = "held"              # a tensor still in memory (possibly changed in place since saved)
+    FREED = "freed"            # a tensor backward released: reading it raises
+    UNREADABLE = "unreadable"  # a tensor whose reading raised something else (a failing hook, ...)
+    VALUE = "value"            # not a tensor: a number, a size, a flag
+
+
+class Role(StrEnum):
+    """What a node of a snapshot is. A str: `role == "leaf"` holds."""
+
+    OP = "op"                      # a grad_fn node (an entry of Snapshot.ops)
+    LEAF = "leaf"                  # a leaf tensor (requires_grad, no grad_fn): its AccumulateGrad
+    OUTPUT = "output"              # a named tensor passed as a root
+    INTERMEDIATE = "intermediate"  # another named non-leaf tensor (e.g. one that retains grad)
+
+
+NAMED_TENSOR_ROLES = frozenset({Role.OUTPUT, Role.INTERMEDIATE})   # boxes hanging off the op that made them
+
+
+@dataclass(frozen=True)
+class Saved:
+    """One thing an op node saved for backward."""
+
+    slot: str                  # 'self', 'other', 'result', 'saved_tensors[0]', 'exponent', ...
+    is_tensor: bool
+    state: SavedState          # HELD / FREED / UNREADABLE for tensors, VALUE for non-tensors
+    shape: tuple[int, ...] | None = None
+    dtype: str | None = None
+    nbytes: int | None = None
+    alias: str | None = None   # a named tensor sharing this storage ('a', 'c', 'w.T', ...)
+    value: str | None = None   # printed form of a non-tensor value; for UNREADABLE, what reading raised
+    modified: str | None = None  # held, but changed in place since saved: "version 1 -> 2"
+    alias_view: bool = False   # True: same memory as `alias`, but another shape/stride/offset
+
+    def __post_init__(self):
+        object.__setattr__(self, "state", SavedState(self.state))   # 'held' -> SavedState.HELD; a typo raises
+
+    def alias_note(self) -> str:
+        """'= a' (the named tensor itself, or 'a.T': its transpose), 'shares memory with a'
+        (another view of the same memory)."""
+        if not self.alias:
+            return ""
+        return f"shares memory with {self.alias}" if self.alias_view else f"= {self.alias}"
+
+    def describe(self) -> str:
+        if not self.is_tensor:
+            return f"{self.slot} = {self.value}"
+        stale = f" MODIFIED IN PLACE since saved ({self.modified})" if self.modified else ""
+        if self.state is SavedState.UNREADABLE:
+            stale = f" (reading it raised {self.value})"
+        if self.shape is None:
+            return f"{self.slot}: size unknown{stale}"
+        alias = f" ({self.alias_note()})" if self.alias else ""
+        return f"{self.slot}{alias}: {fmt_shape(self.shape)} {self.dtype} {fmt_bytes(self.nbytes)}{stale}"
+
+
+@dataclass
+class Op:
+    id: str
+    name: str
+    inputs: list[str] = field(default_factory=list)    # ids of ops/leaves feeding this op
+    saved: list[Saved] = field(default_factory=list)
+    produces: list[str] = field(default_factory=list)  # names of named tensors it made
+
+
+@dataclass
+class TensorBox:
+    id: str
+    name: str
+    role: Role                 # LEAF, OUTPUT or INTERMEDIATE
+    shape: tuple[int, ...]
+    dtype: str
+    requires_grad: bool
+    retains_grad: bool
+    grad: str | None           # formatted .grad, or None when there is none
+    made_by: str | None = None  # op id for non-leaf tensors
+
+    def __post_init__(self):
+        self.role = Role(self.role)
+        if self.role is Role.OP:
+            raise ValueError("a TensorBox is a leaf, an output or an intermediate, not an op")
+
+
+@dataclass
+class Snapshot:
+    """Everything a picture of the graph needs, with no reference to the graph."""
+
+    roots: list[str]            # names of the roots, in the order given
+    ops: dict[str, Op]          # id -> Op, in discovery order
+    tensors: dict[str, TensorBox]   # id -> TensorBox: leaves and named tensors
+    edges: list[tuple[str, str]]    # (from_id, to_id): forward direction, input -> op -> output
+    truncated: bool = False
+    total_nodes: int = 0        # ops + leaves in the whole graph (up to walk.COUNT_LIMIT)
+    hidden_by_type: Counter[str] = field(default_factory=Counter)
+    count_capped: bool = False
+    cut_at: list[str] = field(default_factory=list)  # drawn op ids with inputs beyond the cap
+
+    # -- what each node is ----------------------------------------------------------
+    def role(self, node_id: str) -> Role:
+        """Role.OP for an op, else the role of the tensor box (KeyError for an unknown id)."""
+        return Role.OP if node_id in self.ops else self.tensors[node_id].role
+
+    @property
+    def leaf_count(self) -> int:
+        """Leaf boxes drawn."""
+        return sum(t.role is Role.LEAF for t in self.tensors.values())
+
+    @property
+    def hidden_count(self) -> int:
+        """Ops and leaves beyond max_nodes: counted in `total_nodes`, not drawn."""
+        return self.total_nodes - len(self.ops) - self.leaf_count
+
+    # -- summaries used by text, pictures, tests ---------------------------------
+    def saved_tensors(self):
+        for op in self.ops.values():
+            for s in op.saved:
+                if s.is_tensor:
+                    yield op, s
+
+    def bytes_by_state(self) -> dict[str, int]:
+        """{"held": bytes, "freed": bytes}, plus "unreadable" only when present (plain str keys)."""
+        out = {"held": 0, "freed": 0}
+        for _, s in self.saved_tensors():
+            out[s.state.value] = out.get(s.state.value, 0) + (s.nbytes or 0)
+        return out
+
+    def count_by_state(self) -> dict[str, int]:
+        """{"held": n, "freed": n}, plus "unreadable" only when present (plain str keys)."""
+        out = {"held": 0, "freed": 0}
+        for _, s in self.saved_tensors():
+            out[s.state.value] = out.get(s.state.value, 0) + 1
+        return out
+
+    # -- what changed since an earlier snapshot of the same graph ------------------
+    def freed_since(self, earlier: Snapshot) -> list[tuple[Op, Saved]]:
+        """[(op, saved)]: saved tensors held in `earlier` and freed now (matched by op id, slot)."""
+        was = {(op.id, s.slot): s.state for op, s in earlier.saved_tensors()}
+        return [(op, s) for op, s in self.saved_tensors()
+                if s.state is SavedState.FREED and was.get((op.id, s.slot)) is SavedState.HELD]
+
+    def modified_since(self, earlier: Snapshot) -> list[tuple[Op, Saved]]:
+        """[(op, saved)]: saved tensors changed in place that `earlier` did not show changed."""
+        was = {(op.id, s.slot): s.modified for op, s in earlier.saved_tensors()}
+        return [(op, s) for op, s in self.saved_tensors() if s.modified and not was.get((op.id, s.slot))]
+
+    def grad_changes_since(self, earlier: Snapshot) -> list[str]:
+        """['x.grad: None -> [2, 4]', ...] for leaves and retained tensors whose .grad changed."""
+        was = {t.name: t.grad for t in earlier.tensors.values()}
+        return [f"{t.name}.grad: {was.get(t.name)} -> {t.grad}" for t in self.tensors.values()
+                if (t.role is Role.LEAF or t.retains_grad) and t.grad != was.get(t.name)]
+
+    def with_saved_from(self, other: Snapshot) -> Snapshot:
+        """This snapshot (its tensors, their .grad) with `other`'s saved-tensor states, for the
+        ops both have under the same id and name (two snapshots of one graph)."""
+        ops = {}
+        for oid, op in self.ops.items():
+            theirs = other.ops.get(oid)
+            same = theirs is not None and theirs.name == op.name
+            ops[oid] = dataclasses.replace(op, saved=theirs.saved) if same else op
+        return dataclasses.replace(self, ops=ops)
+
+
+# --------------------------------------------------------------------------------
+# formatting of small values: deterministic by construction
+def fmt_shape(shape) -> str:
+    return "(" + ", ".join(str(int(d)) for d in shape) + ("," if len(shape) == 1 else "") + ")"
+
+
+def fmt_bytes(n) -> str:
+    if n is None:
+        return "? B"
+    for unit, size in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{n} B"
+
+
+def fmt_number(v: float) -> str:
+    v = float(v) + 0.0  # turns -0.0 into 0.0
+    text = f"{v:.4g}"
+    return "0" if text in ("-0", "0") else text
+
+
+def fmt_values(t: torch.Tensor, max_values: int = 8) -> str:
+    """Values of a small tensor, or its shape and norm when it is big."""
+    t = t.detach()
+    if t.numel() <= max_values:
+        if t.dim() == 0:
+            return fmt_number(t.item())
+        flat = ", ".join(fmt_number(v) for v in t.reshape(-1).tolist())
+        return f"[{flat}]" if t.dim() == 1 else f"[{flat}] {fmt_shape(t.shape)}"
+    norm = t.double().norm().item() if t.is_floating_point() or t.is_complex() else float("nan")
+    return f"{fmt_shape(t.shape)} norm {fmt_number(norm)}"
+
+
+def dtype_name(dtype) -> str:
+    return str(dtype).replace("torch.", "")
+
+
+def saved_states(snap: Snapshot) -> dict[str, str]:
+    """{'PowBackward0.self': 'held' or 'freed', ...} for every saved tensor of a snapshot
+    (plain strings, so the dict prints as it reads)."""
+    return {f"{op.name}.{s.slot}": s.state.value for op, s in snap.saved_tensors()}

@@ -1,0 +1,77 @@
+"""helpers.trace: the engine's real node order through hooks, and which node a failing
+backward stopped in."""
+import inspect
+
+import pytest
+import torch
+from autograd_programs import seed_graph
+
+from helpers.snapshot import GraphInputError, saved_states
+from helpers.trace import BackwardTrace, reachable_nodes, where_backward_stops
+from helpers.walk import COUNT_LIMIT, snapshot
+
+
+def test_second_backward_stops_in_the_node_whose_saved_tensor_is_freed():
+    t = seed_graph()
+    d, e = t["d"], t["e"]
+    d.backward()
+    assert saved_states(snapshot(e)) == {"MulBackward0.other": "freed", "PowBackward0.self": "freed"}
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        with where_backward_stops(e) as stop:
+            e.backward()
+    assert stop.ran == ["SumBackward0"] and stop.stopped_in == "MulBackward0"
+    assert repr(stop) == "ran SumBackward0; stopped in MulBackward0 (RuntimeError)"
+
+
+def test_a_backward_that_finishes_and_hooks_are_removed():
+    t = seed_graph()
+    d, e = t["d"], t["e"]
+    with where_backward_stops(d) as stop:
+        d.backward(retain_graph=True)
+    assert stop.stopped_in is None and stop.raised is None
+    assert stop.ran == ["MeanBackward0", "MulBackward0", "PowBackward0", "AccumulateGrad"]
+    assert repr(stop).startswith("finished: ran MeanBackward0")
+    e.backward()                       # no hook left behind: nothing more is recorded
+    assert len(stop.ran) == 4
+
+
+def test_the_node_that_raised_is_the_latest_start_left_open():
+    """Decides between the two answers the stepper and where_backward_stops used to compute
+    apart: the *first* started-and-unfinished node (by set membership) named the node of an
+    earlier, caught failure; the *last* one is the node that raised now."""
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    y1 = x.exp().sum()                 # ExpBackward0 saves its result
+    y2 = (x * x).sum()                 # MulBackward0 saves both inputs
+    y1.backward()
+    y2.backward()
+    with pytest.raises(RuntimeError, match="second time"):
+        with where_backward_stops(y1, y2) as stop:
+            with pytest.raises(RuntimeError, match="second time"):
+                y1.backward()          # raised in ExpBackward0, caught inside the block
+            y2.backward()              # raises in MulBackward0: the error that leaves the block
+    assert stop.stopped_in == "MulBackward0"
+
+
+def test_a_node_that_finished_in_an_earlier_call_and_raises_now_is_found():
+    """Membership in 'finished once' cannot tell: the node finished in the first call."""
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    y = x.exp().sum()
+    with BackwardTrace(y) as tr:
+        y.backward()                   # every node runs and finishes
+        assert tr.unfinished is None
+        with pytest.raises(RuntimeError, match="second time"):
+            y.backward()               # SumBackward0 runs again, ExpBackward0 raises
+    assert tr.unfinished is not None and tr.unfinished.name() == "ExpBackward0"
+    assert tr.order == ["SumBackward0", "ExpBackward0", "torch::autograd::AccumulateGrad", "SumBackward0"]
+
+
+def test_reachable_nodes_is_bounded_like_the_renderer():
+    """Tracing shares the renderer's ceiling: a graph over the limit is refused, not walked."""
+    x = torch.ones(2, requires_grad=True)
+    y = x
+    for _ in range(60):
+        y = y * 1.5
+    assert len(reachable_nodes(y, limit=61)) == 61          # 60 MulBackward0 + AccumulateGrad
+    with pytest.raises(GraphInputError, match="more than 50 nodes"):
+        reachable_nodes(y, limit=50)
+    assert inspect.signature(reachable_nodes).parameters["limit"].default == COUNT_LIMIT
