@@ -532,7 +532,12 @@ class StepPicture(Picture):
 
 
 def draw_steps(*roots, clock: StepClock, names=None, title=None, max_nodes=120) -> StepPicture:
-    """A picture of the graph behind `roots` with every op filled by the step that created it."""
+    """A picture of the graph behind `roots` with every op filled by the step that created it.
+
+    names: {name: tensor}, or a whole namespace such as `globals()`: then its tensors, the items
+    of its tuples and lists, and the tensors of its modules are named (as why_backward does)."""
+    if names is not None and any(not isinstance(v, torch.Tensor) for v in names.values()):
+        names = dict(_named_tensors(names))
     snap, ids = snapshot_with_ids(*roots, names=names, max_nodes=max_nodes)
     steps = {i: clock.step_of(fn) for fn, i in ids.items() if not _is_leaf_node(fn)}
     fills = {i: STEP_FILLS[min(k, len(STEP_FILLS) - 1)] for i, k in steps.items()}
@@ -549,19 +554,17 @@ def draw_steps(*roots, clock: StepClock, names=None, title=None, max_nodes=120) 
 
 # --------------------------------------------------------------------------------
 # IPython: %load_ext helpers.diagnose, then %why_backward [tensor]
-def enable_magic() -> bool:
+def enable_magic() -> None:
     """Register %why_backward in the running IPython (silent and safe to call again, unlike a
-    second %load_ext, which prints). False outside IPython."""
+    second %load_ext, which prints). Does nothing outside IPython."""
     ip = None
     try:
         from IPython import get_ipython
         ip = get_ipython()
     except ImportError:
         pass
-    if ip is None:
-        return False
-    load_ipython_extension(ip)
-    return True
+    if ip is not None:
+        load_ipython_extension(ip)
 
 
 def load_ipython_extension(ip) -> None:
