@@ -19,7 +19,7 @@ newest first (by the order they were created, `sequence_nr`), so it runs all of 
 nodes and stops at the newest *older* node that saved a tensor. What is older is read from the
 graph: a running total chains one `AddBackward0` per step; otherwise the previous step's
 loss, never reachable from this step's, leaves a gap in the creation numbers. (The tests check
-the answer against `helpers.retain.where_backward_stops`, which watches a real backward.)
+the answer against `helpers.trace.where_backward_stops`, which watches a real backward.)
 
 `StepClock` and `draw_steps` colour a graph's nodes by the training step that created them.
 """

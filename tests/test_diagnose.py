@@ -2,7 +2,7 @@
 and the promise that it only reads (graph, freed state, namespace) and never re-runs a step.
 
 Each loop runs in its own namespace dict (what a notebook's user namespace is) until its
-step-2 backward fails. That backward runs under helpers.retain.where_backward_stops, which
+step-2 backward fails. That backward runs under helpers.trace.where_backward_stops, which
 watches the real engine: the diagnosis, which runs nothing, must name the same stop."""
 import re
 import sys
@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from helpers.diagnose import StepClock, draw_steps, why_backward_failed
-from helpers.retain import where_backward_stops
+from helpers.trace import where_backward_stops
 
 PRELUDE = """
 import torch
