@@ -238,6 +238,7 @@ class Diagnosis:
         self.pattern = None           # 'running total', 'state carried', ...
         self.fix = None               # one or two sentences
         self.names_available = True
+        self.not_yet_run = False      # True: diagnosed before backward() was called
         self.picture = None
 
     @property
@@ -361,6 +362,9 @@ def _explain(root, ns, names_available, max_nodes) -> Diagnosis:
                             if n is not None and not _is_leaf_node(n) and n in old_set and n not in entries]
     _name_culprits(d, root, named, ns, stop, old_set, entries, start, path)
     d.picture = _picture(d, root, named, stop, path, old_set, max_nodes)
+    # called before backward (not after the error): this step's part is still held
+    d.not_yet_run = start is not None and not any(
+        s.state is SavedState.FREED for fn in ops if fn not in old_set for s in saved[fn])
     d.message = _report(d, snap, start)
     return d
 
@@ -471,8 +475,9 @@ def _picture(d, root, named, stop, path, old_set, max_nodes):
 
 
 def _report(d, snap: Snapshot, start) -> str:
-    lines = ["why backward failed:",
-             f"  stopped in: {d.stopped_at}, whose saved tensors were already freed: "
+    lines = ["why backward will fail:" if d.not_yet_run else "why backward failed:",
+             f"  {'will stop' if d.not_yet_run else 'stopped'} in: {d.stopped_at}, "
+             "whose saved tensors were already freed: "
              + ("; ".join(d.freed) if d.freed else "(sizes unknown)"),
              "  path from the loss: " + " -> ".join(d.path)]
     if not d.names_available:

@@ -380,3 +380,22 @@ def test_step_picture_counts_by_step():
     pic = draw_steps(h.sum(), clock=clock)
     by = pic.saved_states_by_step()
     assert by[1]["freed"] > 0 and by[1]["held"] == 0 and by[2]["freed"] == 0 and by[2]["held"] > 0
+
+
+def test_before_backward_it_says_where_it_will_stop():
+    w = torch.ones(2, requires_grad=True)
+    h = torch.zeros(2)
+    for step in range(2):
+        h = torch.tanh(w * h + w)
+        loss = h.sum()
+        if step == 0:
+            loss.backward()
+    d = why_backward_failed(loss, names={"w": w, "h": h, "loss": loss})   # step 2, before backward
+    assert d.not_yet_run and d.message.startswith("why backward will fail:")
+    assert "will stop in: TanhBackward0" in d.message and d.culprits == ["h"]
+    with pytest.raises(RuntimeError):
+        with where_backward_stops(loss) as stop:
+            loss.backward()
+    assert stop.stopped_in == d.stopped_at
+    after = why_backward_failed(loss, names={"w": w, "h": h, "loss": loss})
+    assert not after.not_yet_run and after.stopped_at == d.stopped_at
