@@ -20,7 +20,8 @@ def pytest_collectstart(collector):
 # default the files with the most tests first, which put the three slowest files (one test
 # each, 5-15 s) last, with the other worker idle meanwhile. The slow ones go first instead;
 # then the notebooks, then the quick unit tests, which fill the gaps at the end.
-SLOW_FIRST = ("tests/test_lab.py", "tests/test_site.py", "tests/test_mutation.py")
+# tests/test_rerun.py is one scope per notebook (a class each), ~3 notebook runs apiece: first.
+SLOW_FIRST = ("tests/test_rerun.py", "tests/test_lab.py", "tests/test_site.py", "tests/test_mutation.py")
 
 
 def pytest_configure(config):

@@ -57,7 +57,7 @@ class Ledger:
             out[c.result] += 1
         return out
 
-    def table(self) -> "Table":
+    def table(self) -> Table:
         rows = ["| # | Seed | Claim | Verdict | Why | Taught in |", "|---|---|---|---|---|---|"]
         for c in self.claims:
             quote = c.quote.replace("|", "\\|")

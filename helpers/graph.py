@@ -18,7 +18,6 @@ from . import render
 from .snapshot import Role, SavedState, Snapshot, fmt_bytes, fmt_shape
 from .walk import snapshot
 
-
 STATE_WORDS = {SavedState.HELD: "held", SavedState.FREED: "FREED", SavedState.VALUE: "value",
                SavedState.UNREADABLE: "UNREADABLE"}
 

@@ -8,8 +8,10 @@ from __future__ import annotations
 import re
 
 import matplotlib.pyplot as plt
+from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, MaxNLocator, NullFormatter
 
 MAX_PANELS = 4       # panels described one by one in a figure's alt text; the rest are counted
+KIB = 1024           # bytes in the unit every chart and every printed size uses (helpers.walk.fmt_bytes)
 
 
 def figure_alt(fig) -> str:
@@ -31,6 +33,9 @@ def figure_alt(fig) -> str:
         legend = ax.get_legend()
         if legend is not None:
             bits.append("lines: " + "; ".join(t.get_text() for t in legend.get_texts()))
+        elif any(not line.get_label().startswith("_") for line in ax.lines):
+            bits.append("lines: " + "; ".join(line.get_label() for line in ax.lines
+                                                if not line.get_label().startswith("_")))
         bars = [b for c in ax.containers for b in getattr(c, "patches", [])]
         if bars:
             names = _category_names(ax)
@@ -68,6 +73,31 @@ def _finish(fig, ax):
     return finish(fig)
 
 
+def _plain_number(value, _pos=None) -> str:
+    """Tick text a learner reads at once: 1, 20, 1,000, 0.5 (not 10^3 or 2.5e+01)."""
+    return f"{value:,.10g}"
+
+
+def _readable_ticks(ax, xs, logx: bool, logy: bool) -> None:
+    """Ticks with numbers on them. A log x axis gets a tick at each x value when there are
+    few (depths 1, 2, 4, ..., 64), else at 1, 2, 5 of each decade; a log y axis at 1, 2, 5 of
+    each decade; integer x values (iterations, steps) get integer ticks only."""
+    xs = list(xs)
+    if logx:
+        if len(xs) <= 12:
+            ax.xaxis.set_major_locator(FixedLocator(xs))
+        else:
+            ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1, 2, 5)))
+        ax.xaxis.set_major_formatter(FuncFormatter(_plain_number))
+        ax.xaxis.set_minor_formatter(NullFormatter())
+    elif xs and all(float(x).is_integer() for x in xs):
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    if logy:
+        ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1, 2, 5)))
+        ax.yaxis.set_major_formatter(FuncFormatter(_plain_number))
+        ax.yaxis.set_minor_formatter(NullFormatter())
+
+
 def bars(values: dict[str, float], title: str, ylabel: str, fmt: str = "{:,.0f}", colors=None):
     """A bar chart of {label: number}, each bar labelled with its value."""
     fig, ax = plt.subplots(figsize=(6.4, 3.2), dpi=100)
@@ -91,6 +121,7 @@ def lines(xs, series: dict[str, list[float]], title: str, xlabel: str, ylabel: s
         ax.set_xscale("log")
     if logy:
         ax.set_yscale("log")
+    _readable_ticks(ax, xs, logx, logy)
     ax.set_title(title, fontsize=11)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
@@ -99,23 +130,61 @@ def lines(xs, series: dict[str, list[float]], title: str, xlabel: str, ylabel: s
     return _finish(fig, ax)
 
 
+def line_panels(xs, panels: dict[str, tuple[str, dict[str, list[float]]]], title: str, xlabel: str):
+    """Line charts side by side over the shared `xs`, one per {panel title: (ylabel, {name: ys})}.
+
+    Series with the same values in a panel are drawn as one line, labelled at its right end
+    with all their names ("A, C"): which series move together, and which part ways from one
+    panel to the next, is read off the labels, with no legend to match colours against.
+    """
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.3 * len(panels), 3.4), dpi=100, squeeze=False)
+    xs = list(xs)
+    names_in_order = list(dict.fromkeys(name for _, series in panels.values() for name in series))
+    palette = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    color = {name: palette[i % len(palette)] for i, name in enumerate(names_in_order)}
+    ticks = [t for t in MaxNLocator(nbins=5, integer=True, steps=[1, 2, 5, 10]).tick_values(xs[0], xs[-1])
+             if xs[0] <= t <= xs[-1]]                      # whole numbers, within the data
+    if len(ticks) > 1 and ticks[0] - xs[0] >= 0.6 * (ticks[1] - ticks[0]):
+        ticks.insert(0, xs[0])                             # the first x too, when it has room
+    for ax, (panel_title, (ylabel, series)) in zip(axes[0], panels.items()):
+        groups: dict[tuple, list[str]] = {}                # values -> names sharing them, first seen first
+        for name, ys in series.items():
+            groups.setdefault(tuple(float(y) for y in ys), []).append(name)
+        top = max(max(ys) for ys in groups) or 1
+        for ys, names in groups.items():                   # a group takes its first member's colour
+            label = ", ".join(names)
+            ax.plot(xs, ys, marker="o", markersize=3, linewidth=2, label=label, color=color[names[0]])
+            ax.annotate(label, (xs[-1], ys[-1]), xytext=(6, 0), textcoords="offset points",
+                        va="center", fontsize=9, fontweight="bold", color=color[names[0]])
+        ax.xaxis.set_major_locator(FixedLocator(ticks))
+        ax.set_ylim(-0.04 * top, top * 1.08)
+        ax.set_xlim(xs[0] - 0.5, xs[-1] + (xs[-1] - xs[0]) * 0.22)    # room for the end labels
+        ax.set_title(panel_title, fontsize=10)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel)
+        ax.grid(alpha=0.3)
+        ax.spines[["top", "right"]].set_visible(False)
+    fig.suptitle(title, fontsize=11)
+    return finish(fig)
+
+
 def timeline(series: dict[str, list[float]], title: str, marks: dict[str, list[tuple]] | None = None,
-             xlabel: str = "engine steps (nodes run, in order)", ylabel: str = "saved tensors alive (kB)"):
-    """A step chart of {name: [bytes at each step]} (e.g. `LiveSaved.samples`), in kB.
+             xlabel: str = "engine steps (nodes run, in order)", ylabel: str = "saved tensors alive (KiB)"):
+    """A step chart of {name: [bytes at each step]} (e.g. `LiveSaved.samples`), in KiB.
 
     marks: {name: [(step, text), ...]} labels on a series' line at that step, written above
     the line; with a third element "right", written to the right of the point instead.
     """
     fig, ax = plt.subplots(figsize=(6.8, 3.4), dpi=100)
-    top = max(max(ys) for ys in series.values()) / 1000
+    top = max(max(ys) for ys in series.values()) / KIB
     longest = max(len(ys) for ys in series.values())
     room = 0
     for name, ys in series.items():
-        line, = ax.step(range(len(ys)), [y / 1000 for y in ys], where="post", label=name, linewidth=2)
+        line, = ax.step(range(len(ys)), [y / KIB for y in ys], where="post", label=name, linewidth=2)
         for step, text, *where in (marks or {}).get(name, []):
             right = where == ["right"]
             room = max(room, len(text) * 0.55 if right else 0)   # x units a label of 8pt needs, roughly
-            ax.annotate(text, (step, ys[step] / 1000), xytext=(5, 0) if right else (0, 5),
+            ax.annotate(text, (step, ys[step] / KIB), xytext=(5, 0) if right else (0, 5),
                         textcoords="offset points", ha="left" if right else "center",
                         va="center" if right else "bottom", fontsize=8, color=line.get_color())
     ax.set_title(title, fontsize=11)
@@ -123,6 +192,7 @@ def timeline(series: dict[str, list[float]], title: str, marks: dict[str, list[t
     ax.set_ylabel(ylabel)
     ax.set_ylim(0, top * 1.15)
     ax.set_xlim(-1, longest + room * longest / 50)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))     # steps are whole numbers
     ax.grid(alpha=0.3)
     ax.legend(fontsize=9, loc="lower left")
     return _finish(fig, ax)

@@ -144,7 +144,7 @@ def add_snapshot(g: graphviz.Digraph, snap: Snapshot, prefix: str = "", highligh
 
     Node and edge lines are appended to `g.body` directly, in exactly the form
     `g.node(id, label, shape="plaintext", margin="0")` / `g.edge(a, b)` write them
-    (tests/test_renderer_regressions.py checks the two agree): our ids are plain DOT
+    (tests/test_render.py checks the two agree): our ids are plain DOT
     identifiers and our labels are HTML labels, so graphviz's per-call quoting
     would change nothing and costs more than building the labels.
     """

@@ -244,7 +244,7 @@ def step_through(run, *roots, names=None, title=None, expect_error=None,
     with BackwardTrace(*roots, on_step=on_step) as tr:
         try:
             run()
-        except Exception as err:  # noqa: BLE001 - re-raised below unless it was expected
+        except Exception as err:   # re-raised below unless it was expected
             if expect_error is None or not isinstance(err, expect_error):
                 raise
             raised = err

@@ -20,8 +20,19 @@ from torch.autograd.graph import Node
 # The data model and the formatters live in helpers.snapshot; they are re-exported here for
 # code written before the split (notebooks import fmt_bytes, fmt_values from helpers.walk).
 from .snapshot import (  # noqa: F401  (re-exports)
-    GraphInputError, Op, Role, Saved, SavedState, Snapshot, TensorBox, dtype_name, fmt_bytes,
-    fmt_number, fmt_shape, fmt_values)
+    GraphInputError,
+    Op,
+    Role,
+    Saved,
+    SavedState,
+    Snapshot,
+    TensorBox,
+    dtype_name,
+    fmt_bytes,
+    fmt_number,
+    fmt_shape,
+    fmt_values,
+)
 
 # Hard ceiling on how many nodes one walk touches (drawn + counted beyond the cap).
 # Not only a time limit: in torch 2.13, once Python has touched the nodes of a chain
@@ -96,7 +107,7 @@ def _geometry(t):
     same; None when it has no strides (sparse, ...) and only its storage is known."""
     try:
         return tuple(t.shape), t.stride(), t.storage_offset(), t.dtype
-    except Exception:  # noqa: BLE001
+    except Exception:
         return None
 
 

@@ -32,6 +32,7 @@ import sys
 import time
 import warnings
 import xml.etree.ElementTree as ET
+from functools import partial
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 BUILD = ROOT / "build"
@@ -221,8 +222,8 @@ def renderer_bench(repeat=7) -> dict:
     out = []
     for label, make in build_cases():
         root, names = make()
-        ours_t = _best(lambda: _ours(root, names), repeat)
-        tv_t = _best(lambda: _torchviz(root, names), repeat)
+        ours_t = _best(partial(_ours, root, names), repeat)
+        tv_t = _best(partial(_torchviz, root, names), repeat)
         ours_lay, tv_lay = _layout_ms(_ours(root, names)), _layout_ms(_torchviz(root, names))
         shows_ours, shows_tv = what_each_shows(root, names)
         out.append({"case": label, "ours_ms": ours_t * 1e3, "torchviz_ms": tv_t * 1e3,
@@ -242,7 +243,7 @@ def renderer_bench(repeat=7) -> dict:
     try:
         _torchviz(root, names)
         tv = "drew it"
-    except Exception as err:  # noqa: BLE001 - we report whatever it raises
+    except Exception as err:   # we report whatever it raises
         tv = f"{type(err).__name__}: {str(err).splitlines()[0][:90]}"
     special = [{"case": "chain 100, after backward()", "ours_ms": t * 1e3,
                 "ours": f"{after.count_by_state()['freed']} saved tensors marked freed "
@@ -256,14 +257,14 @@ def renderer_bench(repeat=7) -> dict:
         y = x
         for _ in range(depth):
             y = y * 1.5
-        t = _best(lambda: _ours(y, {"x": x}, 300), 3)
-        t_full = _best(lambda: _ours(y, {"x": x}, 20_000), 3)
+        t = _best(partial(_ours, y, {"x": x}, 300), 3)
+        t_full = _best(partial(_ours, y, {"x": x}, 20_000), 3)
         try:
             _torchviz(y, {"x": x})
             tv = "drew it"
         except RecursionError as err:
             tv = f"RecursionError: {err}"
-        except Exception as err:  # noqa: BLE001
+        except Exception as err:
             tv = f"{type(err).__name__}: {str(err)[:80]}"
         special.append({"case": f"chain of {depth:,} muls", "ours_ms": t * 1e3, "ours_uncapped_ms": t_full * 1e3,
                         "ours": "draws 300 nodes + 'N more nodes not drawn' (default cap); "
@@ -275,9 +276,6 @@ def renderer_bench(repeat=7) -> dict:
 def depth_bench(plot: pathlib.Path) -> dict:
     import torch
 
-    from helpers.render import to_dot
-    from helpers.walk import snapshot
-
     warnings.simplefilter("ignore")
     depths = [10, 30, 100, 300, 1000, 3000, 10_000, 30_000]
     rows = []
@@ -286,11 +284,11 @@ def depth_bench(plot: pathlib.Path) -> dict:
         y = x
         for _ in range(d):
             y = y * 1.5
-        capped = _best(lambda: to_dot(snapshot(y, max_nodes=300)), 3, 0.1)
-        full = _best(lambda: to_dot(snapshot(y, max_nodes=20_000)), 3, 0.1) if d <= 20_000 else None
-        layout = _layout_ms(to_dot(snapshot(y, max_nodes=300)))
+        capped = _best(partial(_ours, y, {}, 300), 3, 0.1)
+        full = _best(partial(_ours, y, {}, 20_000), 3, 0.1) if d <= 20_000 else None
+        layout = _layout_ms(_ours(y, {}, 300))
         try:
-            tv = _best(lambda: _torchviz(y, {"x": x}), 3, 0.1)
+            tv = _best(partial(_torchviz, y, {"x": x}), 3, 0.1)
         except RecursionError:
             tv = None
         rows.append({"depth": d, "capped_ms": capped * 1e3, "uncapped_ms": None if full is None else full * 1e3,
@@ -372,7 +370,10 @@ def _ms(v):
 
 def table(rows, headers):
     widths = [max(len(str(h)), *(len(str(r[i])) for r in rows)) for i, h in enumerate(headers)]
-    line = lambda cells: "| " + " | ".join(str(c).ljust(w) for c, w in zip(cells, widths)) + " |"
+
+    def line(cells):
+        return "| " + " | ".join(str(c).ljust(w) for c, w in zip(cells, widths)) + " |"
+
     return "\n".join([line(headers), "|" + "|".join("-" * (w + 2) for w in widths) + "|", *map(line, rows)])
 
 
@@ -499,7 +500,6 @@ def main(argv=None):
     if "renderer" in parts or "depth" in parts:
         import torch
 
-        from helpers import walk
 
         res["machine"]["torch"] = torch.__version__
     if "renderer" in parts:

@@ -24,11 +24,10 @@ import sys
 import time
 
 import jinja2
-import nbformat
 from nbconvert import HTMLExporter, TemplateExporter
 from nbconvert.filters.highlight import Highlight2HTML
-from nbconvert.filters.widgetsdatatypefilter import WidgetsDataTypeFilter
 from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
+from nbconvert.filters.widgetsdatatypefilter import WidgetsDataTypeFilter
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -101,7 +100,7 @@ def mathml(tex: str, display: str) -> str:
 
     try:
         return convert(html.unescape(tex).strip(), display=display)
-    except Exception:  # noqa: BLE001 - an odd formula must not break the site
+    except Exception:   # an odd formula must not break the site
         return f'<code class="bt-tex">{html.escape(tex)}</code>'
 
 

@@ -102,7 +102,7 @@ def test_unreadable_grad_fn_is_a_clear_error():
     a, b = base.unbind(0)
     base.mul_(2)                         # torch allows this on the base ...
     with pytest.raises(RuntimeError, match="is a view and its base"):
-        a.grad_fn                        # ... but then refuses to give the view's grad_fn
+        _ = a.grad_fn                    # ... but then refuses to give the view's grad_fn
     with pytest.raises(GraphInputError, match="torch refuses to read its grad_fn"):
         draw(a)
     with pytest.raises(GraphInputError, match=r"names\['a'\]"):

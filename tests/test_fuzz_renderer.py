@@ -30,9 +30,8 @@ import warnings
 import pytest
 import torch
 from autograd_programs import Square
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from hypothesis import given
 
 from helpers.graph import describe, draw
 from helpers.walk import snapshot
@@ -251,7 +250,7 @@ def run_program(p):
     readable = []
     for t in pool:
         try:
-            t.grad_fn
+            _ = t.grad_fn
             readable.append(t)
         except RuntimeError:   # a multi-output view whose base changed in place: torch refuses
             STATS["grad_fn unreadable (see test_bad_inputs)"] += 1

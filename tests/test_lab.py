@@ -164,7 +164,7 @@ GRAPHS = (".jp-RenderedSVG img, .jp-RenderedSVG svg, "
 
 
 def drive_jupyterlab(page, port, token):
-    from playwright.sync_api import expect   # here: without playwright the fixtures skip loudly
+    from playwright.sync_api import expect  # here: without playwright the fixtures skip loudly
 
     nb = nbformat.read(NOTEBOOK, as_version=4)
     code = [c for c in nb.cells if c.cell_type == "code"]

@@ -6,9 +6,9 @@ import pytest
 import torch
 
 from helpers.graph import describe
+from helpers.snapshot import GraphInputError, Role, fmt_values
 from helpers.stepper import step_through
 from helpers.trace import BackwardTrace, reachable_nodes
-from helpers.snapshot import GraphInputError, Role, fmt_values
 from helpers.walk import snapshot, snapshot_with_ids
 
 SVG = re.compile(r'src="data:image/svg\+xml;base64,([A-Za-z0-9+/=]+)"')

@@ -7,6 +7,8 @@ import pytest
 import torch
 from autograd_programs import chain, seed_graph
 
+from helpers import render
+from helpers.graph import draw, watch
 from helpers.snapshot import Role, Saved, SavedState, TensorBox, fmt_bytes, fmt_values
 from helpers.walk import SavedTensorModified, _unreadable_state, snapshot
 
@@ -99,3 +101,204 @@ def test_formatters_are_short_and_deterministic():
     assert fmt_values(torch.tensor(-0.0)) == "0"
     assert fmt_values(torch.tensor([1.0, 2.5])) == "[1, 2.5]"
     assert fmt_values(torch.ones(3, 4)) == "(3, 4) norm 3.464"
+
+
+# ---------------------------------------------------------------- structure and names
+def test_seed_graph_structure():
+    t = seed_graph()
+    snap = snapshot(t["d"], t["e"], names=t)
+    assert snap.roots == ["d", "e"]
+    assert sorted(op.name for op in snap.ops.values()) == ["MeanBackward0", "MulBackward0", "PowBackward0", "SumBackward0"]
+    ids = {op.name: op.id for op in snap.ops.values()}
+    # edges run forward: a -> Pow -> Mul -> {Mean, Sum}; named tensors hang off their op
+    leaf = next(k for k, v in snap.tensors.items() if v.role == "leaf")
+    assert snap.tensors[leaf].name == "a"
+    assert (leaf, ids["PowBackward0"]) in snap.edges
+    assert (ids["PowBackward0"], ids["MulBackward0"]) in snap.edges
+    assert (ids["MulBackward0"], ids["MeanBackward0"]) in snap.edges
+    assert (ids["MulBackward0"], ids["SumBackward0"]) in snap.edges
+    produced = {op.name: op.produces for op in snap.ops.values()}
+    assert produced == {"MeanBackward0": ["d"], "SumBackward0": ["e"],
+                        "MulBackward0": ["c"], "PowBackward0": ["b"]}
+    # exactly two tensors are saved: Pow saved its input a, Mul saved the constant 2
+    assert {(op.name, s.slot): s.state for op, s in snap.saved_tensors()} == {
+        ("PowBackward0", "self"): "held", ("MulBackward0", "other"): "held"}
+    pow_self = next(s for s in snap.ops[ids["PowBackward0"]].saved if s.slot == "self")
+    assert pow_self.alias == "a" and pow_self.shape == (1, 4) and pow_self.nbytes == 16
+
+
+def test_a_saved_tensor_is_named_after_a_tensor_only_when_it_is_that_tensor():
+    """'= feats' when the saved tensor is feats seen the same way; another view of the same
+    memory (here ReLU's result, which feats flattens) 'shares memory with feats', never '='."""
+    x = torch.randn(2, 3, 4, requires_grad=True)
+    h = x.relu()                       # ReluBackward0 saves its result: h itself
+    feats = h.flatten(1)               # a view of h's memory, another shape
+    w = torch.randn(12, 5, requires_grad=True)
+    out = (feats @ w).sum()            # MmBackward0 saves feats (self) and w (mat2)
+    snap = snapshot(out, names={"feats": feats, "w": w})
+    relu = next(op for op in snap.ops.values() if op.name == "ReluBackward0")
+    (result,) = [s for s in relu.saved if s.is_tensor]
+    assert (result.alias, result.alias_view) == ("feats", True)
+    assert result.describe().startswith("result (shares memory with feats): (2, 3, 4)")
+    mm = next(op for op in snap.ops.values() if op.name == "MmBackward0")
+    assert {s.slot: s.describe().split(":")[0] for s in mm.saved if s.is_tensor} == {
+        "self": "self (= feats)", "mat2": "mat2 (= w)"}
+    # a Linear layer saves its weight transposed: the same memory, read as weight.T
+    lin = torch.nn.Linear(3, 2)
+    y = lin(torch.randn(4, 3, requires_grad=True)).sum()
+    addmm = next(op for op in snapshot(y, names={"weight": lin.weight}).ops.values() if op.name == "AddmmBackward0")
+    assert [s.describe() for s in addmm.saved if s.slot == "mat2"] == ["mat2 (= weight.T): (3, 2) float32 24 B"]
+    sliced = lin.weight[:, :2]                        # same memory, neither the weight nor its .T
+    z = sliced.exp().sum()                            # ExpBackward0 saves a new tensor: no alias
+    z2 = (sliced * sliced).sum()                      # MulBackward0 saves the slice itself, twice
+    assert [s.alias for op in snapshot(z, names={"weight": lin.weight}).ops.values() for s in op.saved
+            if s.is_tensor] == [None]
+    mul = next(op for op in snapshot(z2, names={"weight": lin.weight}).ops.values() if op.name == "MulBackward0")
+    assert [s.alias_note() for s in mul.saved if s.is_tensor] == ["shares memory with weight"] * 2
+    bits = lin.weight.detach().view(torch.int32)     # the weight's memory, same shape, read as int32
+    sq = (lin.weight * lin.weight).sum()              # MulBackward0 saves the weight itself
+    mul3 = next(op for op in snapshot(sq, names={"bits": bits}).ops.values() if op.name == "MulBackward0")
+    assert [s.alias_note() for s in mul3.saved if s.is_tensor] == ["shares memory with bits"] * 2
+    # both names given: each saved tensor takes the name it is exactly
+    snap2 = snapshot(out, names={"feats": feats, "h": h, "w": w})
+    relu2 = next(op for op in snap2.ops.values() if op.name == "ReluBackward0")
+    assert [s.alias_note() for s in relu2.saved if s.is_tensor] == ["= h"]
+    # the picture says the same, and after backward the freed buffer keeps its note
+    with watch(out, names={"feats": feats, "w": w}) as seen:
+        out.backward()
+    dot, text = seen.picture.dot, repr(seen)
+    assert "saved result shares memory with feats" in dot and "saved result = feats" not in dot
+    assert "held  result (shares memory with feats)" in text and "FREED result (shares memory with feats)" in text
+    after = snapshot(out, names={"feats": feats, "w": w})
+    relu3 = next(op for op in after.ops.values() if op.name == "ReluBackward0")
+    assert [(s.state, s.alias_note()) for s in relu3.saved if s.is_tensor] == [("freed", "shares memory with feats")]
+
+
+
+# ---------------------------------------------------------------- found by fuzzing (tests/test_fuzz_renderer.py)
+def test_saved_tensor_changed_in_place_is_drawn_not_a_crash():
+    # found by fuzzing: reading the saved tensor raises "modified by an inplace operation",
+    # which the walker re-raised, so draw() crashed
+    x = torch.ones(3, requires_grad=True)
+    y = x.exp()
+    y.mul_(2)
+    snap = snapshot(y, names={"x": x})
+    exp = next(op for op in snap.ops.values() if op.name == "ExpBackward0")
+    # still held (in memory), flagged; its size is known only from an earlier walk
+    assert [(s.slot, s.state, s.modified) for s in exp.saved] == [("result", "held", "version 0 -> 1")]
+    assert snap.count_by_state() == {"held": 2, "freed": 0}
+    assert "MODIFIED IN PLACE since saved (version 0 -&gt; 1)" in render.to_dot(snap)
+
+
+def test_custom_function_first_drawn_after_backward():
+    # found by fuzzing: hasattr(fn, "saved_tensors") raises RuntimeError after backward
+    class Cube(torch.autograd.Function):     # a class never drawn before
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x ** 3
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return 3 * x ** 2 * g
+
+    y = Cube.apply(torch.ones(2, requires_grad=True)).sum()
+    y.backward()
+    assert "FREED saved_tensors" in draw(y).text
+
+
+def test_root_beyond_the_cap_is_counted_not_dropped():
+    # found by fuzzing: a root whose node did not fit under max_nodes vanished silently
+    x = torch.ones(1, requires_grad=True)
+    roots = [x * i for i in range(5)]
+    snap = snapshot(*roots, max_nodes=3)
+    assert snap.truncated and snap.total_nodes == 6        # 5 MulBackward0 + x
+    assert len(snap.ops) + sum(t.role == "leaf" for t in snap.tensors.values()) == 3
+
+
+def test_leaf_root_is_one_box_and_counts():
+    # found by fuzzing: a leaf passed as a root counted 0 nodes, and was drawn twice
+    # when it was also reached from another root
+    x = torch.ones(2, requires_grad=True)
+    assert snapshot(x).total_nodes == 1
+    snap = snapshot(x, x * 2, names={"x": x})
+    assert [t.name for t in snap.tensors.values() if t.role == "leaf"] == ["x"]
+    assert snap.total_nodes == 2
+    snap = snapshot(x * 2, x, max_nodes=1)                 # the leaf root beyond the cap
+    assert snap.truncated and snap.total_nodes == 2 and snap.hidden_by_type["leaf"] == 1
+
+
+def test_unnamed_root_does_not_take_a_given_name():
+    x = torch.ones(1, requires_grad=True)
+    text = draw(x * 2, names={"out": x}).text
+    assert "leaf out (1,)" in text and "output out' (1,)" in text
+
+
+def test_function_saving_nothing_shows_nothing_saved():
+    class Twice(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    snap = snapshot(Twice.apply(torch.ones(2, requires_grad=True)))
+    assert [op.saved for op in snap.ops.values()] == [[]]   # was: "value saved_tensors = ()"
+
+
+
+# ---------------------------------------------------------------- changed in place since saved (e.g. by optimizer.step())
+def modified_graph():
+    w = torch.nn.Parameter(torch.tensor([1.0, 2.0]))
+    x = torch.tensor([3.0, 4.0], requires_grad=True)
+    y = (w * x).sum()          # MulBackward0 saves w (self) and x (other)
+    return w, x, y
+
+
+def test_modified_saved_tensor_is_held_with_a_note():
+    w, x, y = modified_graph()
+    snapshot(y, names={"w": w, "x": x})        # an earlier walk: sizes are remembered
+    with torch.no_grad():
+        w.add_(1.0)                            # what an optimizer step does
+    snap = snapshot(y, names={"w": w, "x": x})
+    saved = {s.slot: s for _, s in snap.saved_tensors()}
+    assert saved["self"].state == "held" and saved["self"].modified == "version 0 -> 1"
+    assert saved["self"].shape == (2,) and saved["self"].alias == "w"
+    assert saved["other"].modified is None
+    assert snap.count_by_state() == {"held": 2, "freed": 0}     # counts unchanged
+    text = draw(y, names={"w": w, "x": x}).text
+    assert "self (= w): (2,) float32 8 B MODIFIED IN PLACE since saved (version 0 -> 1)" in text
+    assert "MODIFIED IN PLACE" in render.to_dot(snap)
+
+
+def test_modified_without_an_earlier_walk_still_draws():
+    w, x, y = modified_graph()
+    with torch.no_grad():
+        w.mul_(2.0)
+    (s,) = [s for _, s in snapshot(y).saved_tensors() if s.modified]
+    assert s.slot == "self" and s.shape is None and "size unknown" in s.describe()
+
+
+def test_watch_reports_the_change_and_backward_really_fails():
+    w, x, y = modified_graph()
+    with watch(y, names={"w": w, "x": x}, label="step") as seen:
+        with torch.no_grad():
+            w.sub_(0.5)
+    assert "modified in place since saved: 1 saved tensor(s): MulBackward0.self (version 0 -> 1)" in repr(seen)
+    try:
+        y.backward()
+    except RuntimeError as err:
+        assert "modified by an inplace operation" in str(err)
+    else:
+        raise AssertionError("backward should have raised")
+
+
+def test_freed_still_wins_after_backward():
+    w, x, y = modified_graph()
+    y.backward()
+    with torch.no_grad():
+        w.add_(1.0)
+    assert snapshot(y).count_by_state() == {"held": 0, "freed": 2}

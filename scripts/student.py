@@ -1,0 +1,188 @@
+"""Write the student edition of every notebook: solutions removed, exercise answers not shown.
+
+    bash scripts/student                  # build/student/: outputs kept (pictures to read), check outputs cleared
+    bash scripts/student --clear-all      # every output cleared
+    python scripts/student.py [--out DIR] [--clear-all] [notebooks ...]
+
+For each notebook (read at run time through scripts/skeleton.py):
+- the cells under `## Solutions` are removed; a one-line note takes the heading's place;
+- the outputs of the exercise check cells (`check("N.M", ...)`) are cleared: a committed
+  output would give the answer away (a verdict, a picture of the answer);
+- every other output is kept, unless --clear-all.
+Cells carry nbgrader's metadata (schema 3) where it fits: the answer cells `answer_N_M = ...`
+are its "autograded answer" cells, the check cells its read-only graded cells (`locked`, 1 point),
+each with a `grade_id`. `--nbgrader DIR` also writes the teacher's version in nbgrader's format
+(`nbgrader_source()`); `bash scripts/nbgrader_check` releases it with nbgrader itself and checks
+the result equals this edition.
+notebooks/README.md (the contents page the navigation links to) is copied alongside.
+"""
+from __future__ import annotations
+
+import argparse
+import copy
+import pathlib
+import re
+import shutil
+import sys
+
+import nbformat
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "scripts"))
+import nav  # noqa: E402  (notebook order)
+import skeleton  # noqa: E402
+
+DEFAULT_OUT = ROOT / "build" / "student"
+CHECK_POINTS = 1          # nbgrader points of an exercise's check cell (its hidden test asserts the answer)
+SOLUTIONS_NOTE = ("## Solutions\n"
+                  "Not in the student edition. Run each check cell after your prediction: it tells you "
+                  "whether you are right and gives a hint if not.")
+
+
+def grade_id(cell, kind) -> str:
+    if kind == "answer":
+        return skeleton.ANSWER.search(cell.source).group(1)
+    return "check_" + skeleton.CHECK.search(cell.source).group(1).replace(".", "_")
+
+
+def nbgrader_meta(kind, gid, points=None) -> dict:
+    meta = {"grade": points is not None, "grade_id": gid, "locked": kind != "answer",
+            "schema_version": 3, "solution": kind == "answer", "task": False}
+    if points is not None:
+        meta["points"] = points
+    return meta
+
+
+def without_solutions(markdown: str) -> str:
+    """The text before the '## Solutions' heading (a cell may hold the summary above it)."""
+    lines = markdown.splitlines(keepends=True)
+    cut = next(i for i, line in enumerate(lines) if re.match(r"##\s+Solutions\b", line))
+    head = "".join(lines[:cut]).rstrip()
+    return head + "\n\n" if head else ""
+
+
+def student_notebook(nb, clear_all=False):
+    """A copy of `nb` as students get it."""
+    nb = copy.deepcopy(nb)
+    sk = skeleton.classify(nb)
+    cells = []
+    for i, cell in enumerate(nb.cells):
+        kind = sk.kind[i]
+        if kind == "solution":
+            continue
+        if kind == "solutions-heading":
+            cell.source = without_solutions(cell.source) + SOLUTIONS_NOTE
+        if kind in ("answer", "check"):
+            cell.metadata["nbgrader"] = nbgrader_meta(kind, grade_id(cell, kind), CHECK_POINTS if kind == "check" else None)
+        if cell.cell_type == "code" and (clear_all or kind == "check"):
+            cell.outputs, cell.execution_count = [], None
+        cell.metadata.pop("execution", None)
+        cells.append(cell)
+    nb.cells = cells
+    nb.metadata.pop("widgets", None)
+    return nb
+
+
+# ------------------------------------------------------------------------------ nbgrader
+def solution_answers(nb) -> dict:
+    """{"4.1": 'source of the right answer'} from the check(...) calls of the solution cells."""
+    sk = skeleton.classify(nb)
+    return {name: arg for _, cell in sk.cells("solution") for name, arg in skeleton.check_calls(cell.source)}
+
+
+def nbgrader_source(nb):
+    """The teacher's version in nbgrader's format, for `nbgrader generate_assignment`:
+    answer cells hold the right answer in a solution region (`answer_N_M = ...` stays above it,
+    so the released cell is ours again); check cells are graded cells (1 point) whose hidden
+    test asserts the answer; the `## Solutions` cells are dropped (their answers moved up)."""
+    answers = solution_answers(nb)
+    nb = copy.deepcopy(nb)
+    sk = skeleton.classify(nb)
+    by_answer = {}
+    for _, cell in sk.cells("check"):
+        name = skeleton.CHECK.search(cell.source).group(1)
+        by_answer["answer_" + name.replace(".", "_")] = name
+    cells = []
+    for i, cell in enumerate(nb.cells):
+        kind = sk.kind[i]
+        if kind == "solution":
+            continue
+        if kind == "solutions-heading":
+            cell.source = without_solutions(cell.source) + SOLUTIONS_NOTE
+        if kind == "answer":
+            var = grade_id(cell, kind)
+            name = by_answer.get(var)
+            if name in answers:
+                cell.source = (f"{cell.source.rstrip()}\n### BEGIN SOLUTION\n{var} = {answers[name]}\n"
+                               "### END SOLUTION")
+            cell.metadata["nbgrader"] = nbgrader_meta(kind, var)
+        elif kind == "check":
+            name = skeleton.CHECK.search(cell.source).group(1)
+            var = "answer_" + name.replace(".", "_")
+            truth = f"truth_{name.replace('.', '_')}"
+            cell.source += ("\n### BEGIN HIDDEN TESTS\nfrom helpers.exercise import same\n"
+                            f"assert same({var}, {truth}), 'Exercise {name}: not the right answer'\n"
+                            "### END HIDDEN TESTS")
+            cell.metadata["nbgrader"] = nbgrader_meta(kind, grade_id(cell, kind), CHECK_POINTS)
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+        cells.append(cell)
+    nb.cells = cells
+    return nb
+
+
+def release_differences(release_dir: pathlib.Path, student_dir: pathlib.Path) -> list:
+    """Where nbgrader's released notebooks differ from our --clear-all student edition, in the
+    source of any cell (trailing whitespace aside: nbgrader's empty stub leaves a newline)."""
+    found = []
+    for ours in sorted(student_dir.glob("*.ipynb")):
+        theirs = release_dir / ours.name
+        if not theirs.is_file():
+            found.append(f"{ours.name}: not released")
+            continue
+        a = [(c.cell_type, c.source.rstrip()) for c in nbformat.read(theirs, as_version=4).cells]
+        b = [(c.cell_type, c.source.rstrip()) for c in nbformat.read(ours, as_version=4).cells]
+        if len(a) != len(b):
+            found.append(f"{ours.name}: {len(a)} cells released, {len(b)} in the student edition")
+        found += [f"{ours.name} cell {i}: {x[1][:60]!r} != {y[1][:60]!r}" for i, (x, y) in enumerate(zip(a, b)) if x != y]
+    return found
+
+
+# ------------------------------------------------------------------------------ writing
+def build(out=DEFAULT_OUT, clear_all=False, only=None, nbgrader=None) -> list:
+    if out.exists():
+        shutil.rmtree(out)
+    out.mkdir(parents=True)
+    written = []
+    for path in nav.notebooks():
+        if only and path.name not in only:
+            continue
+        nb = nbformat.read(path, as_version=4)
+        nbformat.write(student_notebook(nb, clear_all), out / path.name)
+        written.append(out / path.name)
+        if nbgrader:
+            nbgrader.mkdir(parents=True, exist_ok=True)
+            nbformat.write(nbgrader_source(nb), nbgrader / path.name)
+    shutil.copyfile(nav.NB_DIR / "README.md", out / "README.md")
+    return written
+
+
+def main(argv) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", type=pathlib.Path, default=DEFAULT_OUT)
+    ap.add_argument("--clear-all", action="store_true", help="clear every output, not only the check cells'")
+    ap.add_argument("--nbgrader", type=pathlib.Path, metavar="DIR",
+                    help="also write nbgrader source notebooks into DIR (e.g. source/backward_twice)")
+    ap.add_argument("notebooks", nargs="*", help="only these notebook files (default: all)")
+    args = ap.parse_args(argv)
+    written = build(args.out.resolve(), args.clear_all, {pathlib.Path(n).name for n in args.notebooks} or None,
+                    args.nbgrader.resolve() if args.nbgrader else None)
+    print(f"student edition: {len(written)} notebooks in {args.out}"
+          + (" (every output cleared)" if args.clear_all else " (check-cell outputs cleared, others kept)"))
+    if args.nbgrader:
+        print(f"nbgrader source: {args.nbgrader}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

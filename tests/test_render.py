@@ -1,0 +1,127 @@
+"""helpers.render: DOT from a Snapshot (byte for byte what graphviz's own calls write), HTML
+escaping, bounded layout, and SVG with or without a system `dot`."""
+import html
+import os
+import re
+import subprocess
+import sys
+
+import torch
+from autograd_programs import seed_graph
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from helpers import render
+from helpers.graph import draw
+from helpers.snapshot import NAMED_TENSOR_ROLES
+from helpers.walk import snapshot
+
+
+def _graphs():
+    a = torch.tensor([[1.0, 2.0, 3.0, 4.0]], requires_grad=True)
+    b = a ** 2
+    c = b * 2
+    d, e = c.mean(), c.sum()
+    yield snapshot(d, e, names={"a": a, "b": b, "c": c, "d": d, "e": e, 'q"<{x}>&': a})
+    d.backward()
+    yield snapshot(d, e, names={"a": a, "c": c})
+    y = torch.ones(2, requires_grad=True)
+    for _ in range(30):
+        y = torch.tanh(y * 1.5)
+    yield snapshot(y, max_nodes=12)
+
+
+def _reference_add_snapshot(g, snap, prefix="", highlight=()):
+    """The original implementation: one graphviz call per node and edge."""
+    for op in snap.ops.values():
+        g.node(prefix + op.id, render._op_label(op, op.id in highlight), shape="plaintext", margin="0")
+    for t in snap.tensors.values():
+        g.node(prefix + t.id, render._tensor_label(t, t.id in highlight), shape="plaintext", margin="0")
+    for a, b in snap.edges:
+        style = {"style": "dashed"} if snap.role(b) in NAMED_TENSOR_ROLES else {}
+        g.edge(prefix + a, prefix + b, **style)
+    if snap.truncated:
+        g.node(prefix + "more", render._summary_label(snap), shape="plaintext")
+        for op_id in snap.cut_at:
+            g.edge(prefix + "more", prefix + op_id, style="dotted")
+
+
+def test_fast_dot_is_byte_identical_to_graphviz_calls():
+    for snap in _graphs():
+        for prefix in ("", "L_"):
+            fast, ref = render.new_digraph("t"), render.new_digraph("t")
+            render.add_snapshot(fast, snap, prefix=prefix, highlight=("op1",))
+            _reference_add_snapshot(ref, snap, prefix=prefix, highlight=("op1",))
+            assert fast.source == ref.source
+
+
+@settings(max_examples=200, derandomize=True, database=None)
+@given(st.text())
+def test_escape_matches_html_escape_plus_braces(text):
+    assert render.esc(text) == html.escape(text, quote=True).replace("{", "&#123;").replace("}", "&#125;")
+
+
+def test_layout_iterations_are_bounded():
+    # Graphviz's network simplex ran unbounded: a weight shared by 100 layers (tanh(y @ w))
+    # took 145 s to lay out at 300 nodes, a kernel frozen for minutes. nslimit/nslimit1
+    # bound it (0.8 s); small pictures lay out identically.
+    x, w = torch.ones(1, 4, requires_grad=True), torch.ones(4, 4, requires_grad=True)
+    y = torch.tanh(x @ w)
+    dot = draw(y).dot
+    assert "nslimit=2" in dot and "nslimit1=2" in dot
+
+
+# ---------------------------------------------------------------- engines
+def test_renders_with_no_dot_on_path(tmp_path):
+    """Fresh interpreter, PATH without any `dot`: the bundled engine draws, nothing leaks to stderr."""
+    code = ("import torch; from helpers.graph import draw\n"
+            "a = torch.ones(2, requires_grad=True); s = draw((a * a).sum(), names={'a': a}).svg\n"
+            "from helpers import render; print(render.engine(), '<svg' in s, 'PowBackward0' in s or 'MulBackward0' in s)\n")
+    env = dict(os.environ, PATH=str(tmp_path))
+    env.pop("BACKWARD_TWICE_ENGINE", None)
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["pygraphviz", "True", "True"]
+    assert done.stderr == ""  # the bundled fontconfig warning is silenced
+
+
+def test_uses_dot_when_on_path_with_same_picture(tmp_path, monkeypatch):
+    """With a `dot` on PATH the renderer calls it; the picture has the same nodes and labels.
+
+    The `dot` here is a stand-in that logs its call and lays out with the bundled engine,
+    so the test runs on machines without Graphviz (like CI) instead of being skipped.
+    """
+    log = tmp_path / "called"
+    fake = tmp_path / "dot"
+    fake.write_text(f"#!{sys.executable}\n"
+                    "import sys, pathlib, pygraphviz\n"
+                    f"pathlib.Path({str(log)!r}).write_text(' '.join(sys.argv[1:]))\n"
+                    "sys.stdout.write(pygraphviz.AGraph(string=sys.stdin.read()).draw(format='svg', prog='dot').decode())\n")
+    fake.chmod(0o755)
+    monkeypatch.delenv("BACKWARD_TWICE_ENGINE", raising=False)
+    t = seed_graph()
+    pic = draw(t["d"], t["e"], names=t)
+    monkeypatch.setenv("PATH", str(tmp_path) + os.pathsep + os.environ["PATH"])
+    via_dot = pic.svg
+    assert log.read_text() == "-Tsvg"
+    pic._svg = None
+    monkeypatch.setenv("BACKWARD_TWICE_ENGINE", "pygraphviz")
+    in_process = pic.svg
+    assert via_dot.count('class="node"') == in_process.count('class="node"') == 9
+    for word in ("PowBackward0", "MulBackward0", "saved self", "saved other"):
+        assert word in via_dot and word in in_process
+
+
+def test_every_tensor_box_says_what_its_grad_is():
+    """Leaf: 'grad: <value>'; retained non-leaf: 'retains grad: <value>'; other non-leaf:
+    'grad: not kept (non-leaf)', so each box answers 'where is my .grad?' the same way."""
+    a = torch.tensor([1.0, 2.0], requires_grad=True)
+    h = a * 3
+    h.retain_grad()
+    b = h.exp()
+    out = b.sum()
+    out.backward(retain_graph=True)
+    dot = draw(out, names={"a": a, "h": h, "b": b, "out": out}).dot
+    rows = re.findall(r"(?:retains )?grad: [^<]*", dot)
+    # a.grad = 3 e^(3a) = [60.26, 1210]; h.grad = e^h = [20.09, 403.4]
+    assert rows == ["grad: [60.26, 1210]", "retains grad: [20.09, 403.4]"] + ["grad: not kept (non-leaf)"] * 2
