@@ -474,12 +474,15 @@ def _picture(d, root, named, stop, path, old_set, max_nodes):
     return Picture(dot, describe(snap))
 
 
+def _freed_words(freed: list) -> str:
+    """'result (1, 4) float32 16 B' or, when sizes are unknown, the slot names; at most four."""
+    short = [f.replace(": size unknown", "") for f in freed]
+    more = f" and {len(short) - 4} more" if len(short) > 4 else ""
+    return ", ".join(short[:4]) + more if short else "its saved tensors"
+
+
 def _report(d, snap: Snapshot, start) -> str:
-    lines = ["why backward will fail:" if d.not_yet_run else "why backward failed:",
-             f"  {'will stop' if d.not_yet_run else 'stopped'} in: {d.stopped_at}, "
-             "whose saved tensors were already freed: "
-             + ("; ".join(d.freed) if d.freed else "(sizes unknown)"),
-             "  path from the loss: " + " -> ".join(d.path)]
+    lines = ["why backward will fail:" if d.not_yet_run else "why backward failed:"]
     if not d.names_available:
         lines.append("  carried by: names unavailable (not running in IPython; pass names=globals() "
                      "to look for them)")
@@ -489,6 +492,9 @@ def _report(d, snap: Snapshot, start) -> str:
         lines.append("  carried by: no name in your namespace points at the old part")
     lines.append(f"  likely pattern: {d.pattern}")
     lines.append(f"  fix: {d.fix}")
+    lines.append(f"  {'will stop' if d.not_yet_run else 'stopped'} in: {d.stopped_at}, whose saved "
+                 f"{_freed_words(d.freed)} had been freed by an earlier backward")
+    lines.append("  path from the loss: " + " -> ".join(d.path))
     lines.append("  (not retain_graph=True: that silences the error, and the graph, memory and "
                  "time per step then grow with every step)")
     return "\n".join(lines)
