@@ -156,7 +156,7 @@ def _named_tensors(ns) -> list:
     for name, module in modules:
         try:
             subs = list(module.named_modules(prefix=name))
-        except Exception:  # noqa: BLE001 - a user's module may do anything
+        except Exception:   # a user's module may do anything: skip it, never raise
             continue
         for sub_name, sub in subs:
             if id(sub) in seen:
@@ -194,7 +194,7 @@ def _owner(ns, leaves) -> str | None:
             try:
                 if any(id(p) in ids for p in value.parameters()):
                     return name
-            except Exception:  # noqa: BLE001
+            except Exception:
                 continue
     return None
 
@@ -330,7 +330,6 @@ def _explain(root, ns, names_available, max_nodes) -> Diagnosis:
     if snap.truncated:
         return _message("too large", f"why_backward: the graph has more than {COUNT_LIMIT:,} nodes: "
                                      "too large to diagnose node by node.")
-    fns = {v: k for k, v in ids.items()}                 # snapshot id -> node
     saved = {fn: [s for s in snap.ops[i].saved if s.is_tensor] for fn, i in ids.items() if i in snap.ops}
     freed_total = sum(1 for ss in saved.values() for s in ss if s.state is SavedState.FREED)
     if freed_total == 0:
@@ -589,7 +588,7 @@ def load_ipython_extension(ip) -> None:
             return _message("bad input", f"why_backward: give a name, like %why_backward loss; got {line!r}.")
         try:
             value = ip.ev(line)
-        except Exception as err:  # noqa: BLE001 - a typo in the name: say so, no traceback
+        except Exception as err:   # a typo in the name: say so, no traceback
             return _message("bad input", f"why_backward: could not read {line!r}: {type(err).__name__}: {err}")
         return why_backward_failed(value)
 

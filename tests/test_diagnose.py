@@ -163,7 +163,7 @@ def failing(name):
 
     ns["backward"] = backward
     try:
-        exec(PRELUDE + textwrap.dedent(LOOPS[name]), ns)  # noqa: S102 - our own test programs
+        exec(PRELUDE + textwrap.dedent(LOOPS[name]), ns)
     except RuntimeError as err:
         assert "backward through the graph a second time" in str(err)
         assert ns["step"] == 1, f"{name} failed on step {ns['step'] + 1}, not step 2"
@@ -347,8 +347,8 @@ def test_draw_steps_colours_each_step():
         h = torch.tanh(w * h + w)
     pic = draw_steps(h.sum(), clock=clock)
     lines = pic.text.splitlines()
-    step1 = next(l for l in lines if l.startswith("step 1:"))
-    step2 = next(l for l in lines if l.startswith("step 2:"))
+    step1 = next(line for line in lines if line.startswith("step 1:"))
+    step2 = next(line for line in lines if line.startswith("step 2:"))
     assert step1.count("Backward") == 3 and step2.count("Backward") == 4   # mul, add, tanh (+ sum)
     assert "#f6c8c0" in pic.dot and "#fff0a8" in pic.dot
 
