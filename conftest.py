@@ -11,15 +11,22 @@ def pytest_collectstart(collector):
     # never byte-compare SVG. Every picture's structure is compared through its text/plain.
     # (SVG images inside text/html, the stepper's static frames, are blanked by a rule in
     # tests/nbval_sanitize.cfg instead, so the captions around them are still compared.)
+    # skip_compare is nbval's own attribute (private): tests/test_internals.py fails, saying
+    # what to look at, if an nbval upgrade renames it or stops honouring it.
     if collector.fspath and collector.fspath.ext == ".ipynb":
+        if not hasattr(collector, "skip_compare"):
+            raise pytest.UsageError("nbval's IPyNbFile has no skip_compare any more: conftest.py "
+                                    "cannot keep it from byte-comparing SVG (see tests/test_internals.py)")
         collector.skip_compare += ("image/svg+xml",)
 
 
 # ------------------------------------------------------------------------------------
 # Order for two workers (`-n 2 --dist loadscope`): xdist hands out one file at a time, by
 # default the files with the most tests first, which put the three slowest files (one test
-# each, 5-15 s) last, with the other worker idle meanwhile. The slow ones go first instead;
+# each) last, with the other worker idle meanwhile. The slow ones go first instead;
 # then the notebooks, then the quick unit tests, which fill the gaps at the end.
+# (loadscopereorder is the dest of xdist's --no-loadscope-reorder flag, set here so that any
+# pytest command gets the order; tests/test_internals.py checks xdist still reads it.)
 # tests/test_rerun.py is one scope per notebook (a class each), ~3 notebook runs apiece: first.
 SLOW_FIRST = ("tests/test_rerun.py", "tests/test_lab.py", "tests/test_site.py", "tests/test_mutation.py")
 

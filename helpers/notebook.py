@@ -48,7 +48,8 @@ def _figure_alt_metadata(fig, include=None, exclude=None):
 
 
 def versions() -> str:
-    # package metadata, not imports: importing matplotlib just to print its version costs ~0.3 s
+    # package metadata, not imports: importing matplotlib (and its font cache) just to print
+    # its version would slow the first cell of every notebook
     from importlib.metadata import version
 
     return (f"python {platform.python_version()} | torch {torch.__version__} | "

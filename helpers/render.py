@@ -170,8 +170,9 @@ def add_snapshot(g: graphviz.Digraph, snap: Snapshot, prefix: str = "", highligh
 
 def new_digraph(title: str | None = None) -> graphviz.Digraph:
     # nslimit/nslimit1 bound Graphviz's network-simplex passes to 2 x nodes iterations. Small
-    # pictures come out identical; without it, a weight shared by many layers (an unrolled
-    # RNN, tanh(y @ w) x 100) took 145 s to lay out at 300 nodes (0.8 s with it).
+    # pictures come out identical; without the bound, a weight shared by many layers (an
+    # unrolled RNN, tanh(y @ w) x 100) has so many crossing edges that the passes run for
+    # minutes at 300 nodes and freeze the kernel (bash scripts/bench measures the layout).
     g = graphviz.Digraph(graph_attr={"rankdir": "TB", "fontname": "Helvetica", "fontsize": "11",
                                      "nodesep": "0.25", "ranksep": "0.3",
                                      "nslimit": "2", "nslimit1": "2"},

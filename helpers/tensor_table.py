@@ -62,7 +62,7 @@ class GlanceTable:
         self.before = {n: tensor_state(t) for n, t in self.names.items()}
         self.after: dict | None = None
 
-    def __enter__(self) -> "GlanceTable":
+    def __enter__(self) -> GlanceTable:
         self.before = {n: tensor_state(t) for n, t in self.names.items()}
         return self
 

@@ -34,9 +34,9 @@ import warnings
 import xml.etree.ElementTree as ET
 from functools import partial
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-BUILD = ROOT / "build"
-NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+from scripts import BUILD, ROOT, notebooks
+
+NOTEBOOKS = notebooks()
 SUITE_CMD = [sys.executable, "-m", "pytest", "-n", "2", "--dist", "loadscope", "-q", "-p", "no:cacheprovider"]
 
 
@@ -198,20 +198,24 @@ def _layout_ms(source, timeout=LAYOUT_TIMEOUT_S):
 
 
 def what_each_shows(root, names):
+    """(ours, theirs): what each picture of the same graph contains, counted.
+
+    ours: ops, leaves, saved (saved tensors, each with slot, shape, dtype, bytes, held/freed),
+    saved_bytes, values (non-tensor saved values), named (named non-leaf tensors).
+    theirs: nodes, saved (saved-tensor nodes, with name and shape only), leaves."""
+    from helpers.snapshot import Role
     from helpers.walk import snapshot
 
     snap = snapshot(root, names=names, max_nodes=20_000)
     saved = list(snap.saved_tensors())
-    ours = {"op nodes": len(snap.ops), "leaf nodes": sum(t.role == "leaf" for t in snap.tensors.values()),
-            "saved tensors (slot, shape, dtype, bytes, held/freed)": len(saved),
-            "saved bytes": sum(s.nbytes or 0 for _, s in saved),
-            "non-tensor saved values": sum(1 for op in snap.ops.values() for s in op.saved if not s.is_tensor),
-            "named tensors": sum(t.role != "leaf" for t in snap.tensors.values())}
+    ours = {"ops": len(snap.ops), "leaves": snap.leaf_count, "saved": len(saved),
+            "saved_bytes": sum(s.nbytes or 0 for _, s in saved),
+            "values": sum(1 for op in snap.ops.values() for s in op.saved if not s.is_tensor),
+            "named": sum(t.role is not Role.LEAF for t in snap.tensors.values())}
     src = _torchviz(root, names)
-    n_nodes = len(re.findall(r"^\t\S+ \[label=", src, re.M))
-    n_saved = len(re.findall(r"fillcolor=orange", src))
-    theirs = {"nodes": n_nodes, "saved-tensor nodes (name, shape)": n_saved,
-              "leaf nodes": len(re.findall(r"fillcolor=lightblue", src))}
+    theirs = {"nodes": len(re.findall(r"^\t\S+ \[label=", src, re.M)),
+              "saved": len(re.findall(r"fillcolor=orange", src)),
+              "leaves": len(re.findall(r"fillcolor=lightblue", src))}
     return ours, theirs
 
 
@@ -414,12 +418,11 @@ def report(res) -> str:
         r = res["renderer"]
         rows = [[c["case"], f"{c['ours_ms']:.2f}", f"{c['torchviz_ms']:.2f}", f"{c['ratio']:.2f} x",
                  f"{_ms(c['ours_layout_ms'])} / {_ms(c['torchviz_layout_ms'])}",
-                 f"{c['ours_shows']['op nodes']} ops, {c['ours_shows']['leaf nodes']} leaves, "
-                 f"{c['ours_shows']['saved tensors (slot, shape, dtype, bytes, held/freed)']} saved "
-                 f"({c['ours_shows']['saved bytes']:,} B), "
-                 f"{c['ours_shows']['non-tensor saved values']} values",
+                 f"{c['ours_shows']['ops']} ops, {c['ours_shows']['leaves']} leaves, "
+                 f"{c['ours_shows']['saved']} saved ({c['ours_shows']['saved_bytes']:,} B), "
+                 f"{c['ours_shows']['values']} values",
                  f"{c['torchviz_shows']['nodes']} nodes, "
-                 f"{c['torchviz_shows']['saved-tensor nodes (name, shape)']} saved (no bytes, no state)"]
+                 f"{c['torchviz_shows']['saved']} saved (no bytes, no state)"]
                 for c in r["cases"]]
         parts.append("Renderer: graph description, ours (snapshot + to_dot) vs torchviz make_dot(show_saved=True)")
         parts.append(table(rows, ["graph", "ours ms", "torchviz ms", "ratio", "layout ms ours/tv",

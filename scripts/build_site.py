@@ -29,11 +29,9 @@ from nbconvert.filters.highlight import Highlight2HTML
 from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
 from nbconvert.filters.widgetsdatatypefilter import WidgetsDataTypeFilter
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "scripts"))
-import nav  # noqa: E402  (scripts/nav.py: notebook order, titles, contents table)
+from scripts import BUILD, ROOT, nav  # nav: notebook order, titles, contents table
 
-DEFAULT_OUT = ROOT / "build" / "site"
+DEFAULT_OUT = BUILD / "site"
 
 SITE_CSS = """
 .bt-nav { font: 14px/1.4 system-ui, sans-serif; display: flex; gap: 1.5em; flex-wrap: wrap;
@@ -62,8 +60,8 @@ TEMPLATE = r"""
 {{ super() }}
 {%- endblock body_footer -%}
 {% block input -%}
-{#- nbconvert passes every highlighted code cell through bleach (about 10 ms a cell, most of the
-    build time); Pygments output of our own committed source is already escaped. -#}
+{#- nbconvert passes every highlighted code cell through bleach, which dominated the build time;
+    Pygments output of our own committed source is already escaped. -#}
 <div class="jp-CodeMirrorEditor jp-Editor jp-InputArea-editor" data-type="inline">
      <div class="cm-editor cm-s-jupyter">
 {{ cell.source | highlight_code(metadata=cell.metadata) }}

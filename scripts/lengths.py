@@ -34,8 +34,7 @@ import tokenize
 
 import nbformat
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-NB_DIR = ROOT / "notebooks"
+from scripts import notebooks
 
 WORDS_PER_MINUTE = 200
 SECONDS_PER_CODE_LINE = 6
@@ -165,10 +164,6 @@ def measure_notebook(nb, name: str) -> Length:
 def measure(path) -> Length:
     path = pathlib.Path(path)
     return measure_notebook(nbformat.read(path, as_version=4), path.name)
-
-
-def notebooks() -> list[pathlib.Path]:
-    return sorted(NB_DIR.glob("[0-9][0-9]_*.ipynb"))
 
 
 def core_minutes(path) -> int:

@@ -10,8 +10,7 @@ import time
 import nbformat
 from nbclient import NotebookClient
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-
+from scripts import ROOT, notebooks
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
@@ -44,7 +43,7 @@ def regen(path: pathlib.Path) -> float:
 
 
 def main(args):
-    paths = [pathlib.Path(a).resolve() for a in args] or sorted((ROOT / "notebooks").glob("[0-9]*.ipynb"))
+    paths = [pathlib.Path(a).resolve() for a in args] or notebooks()
     for p in paths:
         print(f"{p.relative_to(ROOT)}: {regen(p):.1f} s", flush=True)
 

@@ -18,8 +18,7 @@ from dataclasses import dataclass, field
 
 import nbformat
 
-import lengths  # scripts/lengths.py: where the core path ends (same directory)
-import nav      # scripts/nav.py: the navigation cell
+from scripts import lengths, nav  # lengths: where the core path ends; nav: the navigation cell
 
 ANSWER = re.compile(r"^\s*(answer_\w+)\s*=\s*\.\.\.", re.M)
 CHECK = re.compile(r"""\bcheck\(\s*["']([\w.]+)["']""")

@@ -27,12 +27,9 @@ import sys
 
 import nbformat
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "scripts"))
-import nav  # noqa: E402  (notebook order)
-import skeleton  # noqa: E402
+from scripts import BUILD, nav, skeleton  # nav: notebook order
 
-DEFAULT_OUT = ROOT / "build" / "student"
+DEFAULT_OUT = BUILD / "student"
 CHECK_POINTS = 1          # nbgrader points of an exercise's check cell (its hidden test asserts the answer)
 SOLUTIONS_NOTE = ("## Solutions\n"
                   "Not in the student edition. Run each check cell after your prediction: it tells you "

@@ -3,16 +3,14 @@ section that proves it, every statement backed by a (folded) check cell.
 
 nbval runs the notebook itself (its check cells assert); these tests check its shape and links.
 """
-import pathlib
 import re
-import sys
 import urllib.parse
 
 import nbformat
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "scripts"))
-from skeleton import anchors, heading_anchor, local_links  # noqa: E402
+from scripts import ROOT
+from scripts.skeleton import anchors, heading_anchor, local_links
+
 SHEET = ROOT / "notebooks" / "11_cheat_sheet.ipynb"
 TOOLS = ("retain_graph=True", "create_graph=True", "retain_grad()", "detach()", "torch.no_grad()",
          "torch.autograd.grad(", "zero_grad(set_to_none")
@@ -21,8 +19,8 @@ TOOLS = ("retain_graph=True", "create_graph=True", "retain_grad()", "detach()", 
 def table_rows(nb) -> list:
     """[[cells...]] of the decision table (the markdown table under '## 1.')."""
     text = next(c.source for c in nb.cells if c.cell_type == "markdown" and "| Tool |" in c.source)
-    lines = [l for l in text.splitlines() if l.startswith("|")]
-    return [[cell.strip() for cell in l.strip("|").split(" | ")] for l in lines[2:]]
+    rows = [line for line in text.splitlines() if line.startswith("|")]
+    return [[cell.strip() for cell in row.strip("|").split(" | ")] for row in rows[2:]]
 
 
 def test_table_has_one_full_row_per_tool():

@@ -5,13 +5,13 @@ so without this guard a notebook committed unexecuted would be "green" while
 checking nothing.
 """
 import copy
-import pathlib
 
 import nbformat
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+from scripts import notebooks
+
+NOTEBOOKS = notebooks()
 
 
 def skipped(cell) -> bool:

@@ -51,3 +51,50 @@ def test_a_claim_whose_rerun_fails_loses_its_earlier_verdict():
         with ledger.claim("x-1", seed="000", quote="q", teaches="") as c:
             assert 1 == 2
     assert ledger.claims == []          # no stale verdict from a run that no longer proves it
+
+
+# ---- the registry: one verdict per quote
+from helpers.factcheck import QUOTES, verdict_table  # noqa: E402
+
+
+def test_a_registered_claim_must_prove_its_registered_verdict(capsys):
+    ledger = Ledger()
+    with pytest.raises(AssertionError, match="QUOTES says 'partly true'"):
+        with ledger.claim("002-a") as c:
+            c.verdict("true")
+    assert ledger.claims == []
+    with ledger.claim("002-a") as c:
+        c.verdict("partly")
+    line = capsys.readouterr().out
+    assert line.startswith('PARTLY TRUE: "After this computation, the part of graph') and "(Q&A digest)" in line
+    assert QUOTES["002-a"].why in line and "002-a" not in line          # no internal id for learners
+    with pytest.raises(KeyError, match="register it there"):
+        with ledger.claim("999-z") as c:
+            c.verdict("true")
+
+
+def test_older_call_sites_keep_their_text_but_not_their_own_verdict(capsys):
+    ledger = Ledger()
+    with ledger.claim("003-4", seed="003", quote="the placement affects ...", teaches="04_x.ipynb") as c:
+        c.verdict("false", "bitwise identical")
+    assert capsys.readouterr().out == "[003-4] FALSE: bitwise identical\n"
+    with pytest.raises(AssertionError, match="one verdict per quote"):
+        with ledger.claim("003-4", seed="003", quote="q", teaches="") as c:
+            c.verdict("true", "no")
+
+
+def test_verdict_table_markdown_and_complete_plain_text():
+    t = verdict_table("004-i", "003-6")
+    md, plain = t._repr_markdown_(), repr(t)
+    assert md.splitlines()[0] == "| Source | Quote | Verdict | Why | Proof |"
+    assert "| Stack Overflow [1] | As long as you use retain_graph=True" in md
+    assert "**partly true** |" in md and "[09 §1](09_fact_check.ipynb) |" in md
+    assert "[04 §8](04_retain_grad_placement.ipynb)" in md
+    assert "[1] Stack Overflow: *What does the parameter retain_graph mean" in md
+    assert "[2] Q&A article: *How does pytorch's `retain_grad()`" in md
+    assert md.endswith("2 quotes: 0 true, 1 partly true, 1 false.")
+    for qid in ("004-i", "003-6"):                      # nothing cut from the text nbval compares
+        assert QUOTES[qid].quote in plain and QUOTES[qid].why in plain
+    assert "004-i" not in md + plain
+    everything = verdict_table()
+    assert repr(everything).count("\n") == len(QUOTES)

@@ -9,7 +9,10 @@ first notebook:
   buffers (reading a freed saved tensor is reported "held"). This is injected into the
   kernel process only, through a sitecustomize.py on PYTHONPATH that patches
   helpers.walk right after it is imported, and only for kernels started in helper/.
-  Every cell whose committed output shows a FREED buffer must fail.
+  Every cell whose committed output shows a FREED buffer must fail. The patch reports to a
+  file each time it turns a freed buffer into a held one (or that it found nothing to
+  patch), and the test first requires those reports: a renamed function cannot make the
+  mutation silently miss while the cells fail for another reason.
 
 What nbval cannot catch, a notebook committed with cleared outputs (it passes: nothing to
 compare), is caught by the guard in tests/test_committed_outputs.py, tested there.
@@ -17,7 +20,6 @@ compare), is caught by the guard in tests/test_committed_outputs.py, tested ther
 from __future__ import annotations
 
 import os
-import pathlib
 import re
 import shutil
 import subprocess
@@ -25,8 +27,9 @@ import sys
 
 import nbformat
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-NOTEBOOK = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))[0]
+from scripts import ROOT, notebooks
+
+NOTEBOOK = notebooks()[0]
 
 SITECUSTOMIZE = '''
 # Injected by tests/test_mutation.py into nbval's kernels (never into the repository).
@@ -43,11 +46,20 @@ if os.path.basename(os.getcwd()) == "helper":
 
             def exec_module(module):
                 run(module)
-                real = module._unreadable_state
+                mark = open(os.environ["BT_MUTATION_MARK"], "a")
+                real = getattr(module, "_unreadable_state", None)
+                if real is None:
+                    mark.write("missing\\n")
+                    mark.close()
+                    return
 
                 def never_freed(err):   # the mutation: freed buffers are reported held
                     state, note = real(err)
-                    return ("held", None) if state == "freed" else (state, note)
+                    if state == "freed":
+                        mark.write("mutated\\n")
+                        mark.flush()
+                        return "held", None
+                    return state, note
                 module._unreadable_state = never_freed
 
             spec.loader.exec_module = exec_module
@@ -94,7 +106,8 @@ def test_nbval_fails_on_a_changed_output_and_on_a_changed_helper(tmp_path):
     inject.mkdir()
     (inject / "sitecustomize.py").write_text(SITECUSTOMIZE)
     shutil.copy(ROOT / "conftest.py", tmp_path / "conftest.py")   # SVG is not compared
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+    mark = tmp_path / "mutation.log"
+    env = dict(os.environ, BT_MUTATION_MARK=str(mark), PYTHONPATH=os.pathsep.join(
         [str(inject), str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]))
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-c", os.devnull, "--rootdir", str(tmp_path),
@@ -102,6 +115,12 @@ def test_nbval_fails_on_a_changed_output_and_on_a_changed_helper(tmp_path):
          "--nbval", "--nbval-current-env", "--nbval-sanitize-with", str(ROOT / "tests" / "nbval_sanitize.cfg"),
          "stored", "helper"],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    # first: the mutation really ran inside the kernel
+    reports = mark.read_text().split() if mark.exists() else []
+    assert "missing" not in reports, ("the mutation found no helpers.walk._unreadable_state to patch (renamed?): "
+                                      "update SITECUSTOMIZE in tests/test_mutation.py")
+    assert reports.count("mutated") > 0, ("the mutation never turned a freed buffer into a held one inside the "
+                                          "kernel, so the failures below would prove nothing:\n" + done.stdout[-2000:])
     failed = re.findall(r"^FAILED (\w+)/\S+::Cell (\d+)", done.stdout, re.M)
     assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-2000:]
     assert {int(n) for d, n in failed if d == "stored"} == {target}, done.stdout[-3000:]

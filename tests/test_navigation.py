@@ -1,16 +1,10 @@
 """Navigation is generated: a test fails if scripts/nav.py would change anything."""
-import importlib.util
-import pathlib
-
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+from scripts import ROOT, nav, notebooks
 
 
 def test_navigation_is_up_to_date():
     # in-process (what `python scripts/nav.py --check` does): a subprocess would pay
-    # Python + nbformat start-up again, ~2-3 s of the suite
-    spec = importlib.util.spec_from_file_location("nav", ROOT / "scripts" / "nav.py")
-    nav = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(nav)
+    # Python and nbformat start-up again
     stale = [str(path.relative_to(ROOT)) for path, _ in nav.planned_changes()]
     assert stale == [], f"out of date: {stale} (run: python scripts/nav.py)"
 
@@ -18,7 +12,7 @@ def test_navigation_is_up_to_date():
 def test_every_notebook_has_the_skeleton():
     import nbformat
 
-    for path in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
+    for path in notebooks():
         nb = nbformat.read(path, as_version=4)
         text = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
         meta = nb.metadata.get("backward_twice", {})
@@ -29,3 +23,11 @@ def test_every_notebook_has_the_skeleton():
             assert heading in text, f"{path.name}: missing {heading!r}"
         version = [c for c in nb.cells if c.cell_type == "code"][0]
         assert "nbval-ignore-output" in version.metadata.get("tags", []) and "versions()" in version.source
+
+
+def test_the_notebook_list_is_every_notebook():
+    """scripts.notebooks() is the one list every script and test uses: a notebook its glob
+    missed (a name not starting 'NN_') would be neither tested, navigated nor published.
+    (nbval itself collects every .ipynb under notebooks/.)"""
+    found = notebooks()
+    assert found and found == sorted(ROOT.joinpath("notebooks").glob("*.ipynb")), "a notebook not named 'NN_title.ipynb'"

@@ -15,7 +15,7 @@ def test_timeline():
     assert len(fig.axes) == 1 and len(fig.axes[0].lines) == 2
     assert sorted(t.get_text() for t in fig.axes[0].texts) == ["end", "start"]
     assert fig.axes[0].get_ylabel() == "saved tensors alive (KiB)"
-    # KiB, the unit fmt_bytes prints everywhere: 3,072 bytes are drawn at 3, not at 3.072 (kB)
+    # KiB, the unit fmt_bytes prints everywhere: 3,000 bytes are drawn at 2.93 (KiB), not at 3 (kB)
     step_a = fig.axes[0].lines[0]
     assert list(step_a.get_ydata())[:2] == [3000 / 1024, 2000 / 1024]
     assert all(float(t).is_integer() for t in fig.axes[0].get_xticks())     # engine steps are whole

@@ -18,16 +18,14 @@ Any other error, in any run, fails the test, naming the notebook, the cell and t
 
 Each notebook is its own test class, so `--dist loadscope` spreads the notebooks over the workers.
 """
-import pathlib
 import re
 
 import nbformat
-import pytest
 from nbclient import NotebookClient
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-NB_DIR = ROOT / "notebooks"
-NOTEBOOKS = sorted(NB_DIR.glob("[0-9][0-9]_*.ipynb"))
+from scripts import notebooks
+
+NOTEBOOKS = notebooks()
 RAISES, FAILS_ON_RERUN = "raises-exception", "fails-on-rerun"
 
 

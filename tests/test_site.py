@@ -5,7 +5,6 @@ The first tests read the HTML files; the browser test opens every page in headle
 with no console error, every picture is visible, every link and anchor resolves.
 A screenshot is saved to build/artifacts/site.png.
 """
-import pathlib
 import re
 import subprocess
 import sys
@@ -15,9 +14,10 @@ import urllib.parse
 import nbformat
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-ARTIFACTS = ROOT / "build" / "artifacts"
-NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+from scripts import BUILD, ROOT, notebooks
+
+ARTIFACTS = BUILD / "artifacts"
+NOTEBOOKS = notebooks()
 STEPPER_STATIC = "bt-stepper-static"
 
 
@@ -92,8 +92,7 @@ def test_pages_keep_alt_text_focus_and_highlighted_escaped_code(site):
 
 
 def test_code_with_markup_in_it_is_shown_escaped_not_run():
-    sys.path.insert(0, str(ROOT / "scripts"))
-    import build_site
+    from scripts import build_site  # here, not at the top: nbconvert's import is slow for every worker
 
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell('label = "<script>alert(1)</script><b>"')])
     body, _ = build_site.exporter().from_notebook_node(nb, resources={"metadata": {"name": "t"}})
@@ -142,8 +141,7 @@ def test_committed_outputs_have_no_dead_widget_views():
 def test_a_widget_without_saved_state_shows_its_static_frames(tmp_path):
     """A notebook saved from JupyterLab keeps widget views whose state is gone; the site shows
     the output's static form instead (nbconvert skips a view without state), with no widget script."""
-    sys.path.insert(0, str(ROOT / "scripts"))
-    import build_site
+    from scripts import build_site
 
     nb = nbformat.v4.new_notebook()
     out = nbformat.v4.new_output("display_data", data={

@@ -6,20 +6,14 @@
 - the navigation links (previous / contents / next, section links) resolve inside the edition;
 - --clear-all leaves no output at all.
 """
-import pathlib
-import sys
 import urllib.parse
 
 import nbformat
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "scripts"))
-import nav  # noqa: E402
-import skeleton  # noqa: E402
-import student  # noqa: E402
+from scripts import nav, notebooks, skeleton, student
 
-NOTEBOOKS = nav.notebooks()
+NOTEBOOKS = notebooks()
 
 
 @pytest.fixture(scope="module")

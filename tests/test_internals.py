@@ -1,0 +1,77 @@
+"""Private internals of other packages that this project relies on, each used in one place.
+
+- nbval `IPyNbFile.skip_compare` (conftest.py): SVG outputs are never byte-compared;
+- pytest-xdist `config.option.loadscopereorder` (conftest.py): the slowest files go first;
+- nbconvert `HTMLExporter._init_resources` (scripts/build_site.py): `SiteExporter.from_notebook_node`
+  is HTMLExporter's conversion without its BeautifulSoup pass.
+
+The versions are pinned (requirements.txt), so these can change only with an upgrade; each
+test below then fails and says what to look at, instead of the suite silently comparing SVG,
+losing its order, or the site drifting from nbconvert's page.
+"""
+import hashlib
+import inspect
+import types
+
+import nbformat
+import pytest
+
+import conftest
+
+
+def test_nbval_skips_the_mime_types_in_its_files_skip_compare():
+    from nbval.plugin import IPyNbCell, IPyNbFile, nocolors
+
+    assert "self.skip_compare" in inspect.getsource(IPyNbFile.__init__), (
+        "nbval's IPyNbFile no longer sets skip_compare: conftest.py's pytest_collectstart relies on it")
+    cell = object.__new__(IPyNbCell)          # compare_outputs only reads these
+    cell.colors = nocolors
+    cell.format_output_compare = lambda *args: None    # its report needs a real pytest session
+    ref = [nbformat.v4.new_output("display_data", {"text/plain": "pic", "image/svg+xml": "<svg>engine A</svg>"})]
+    test = [nbformat.v4.new_output("display_data", {"text/plain": "pic", "image/svg+xml": "<svg>engine B</svg>"})]
+    cell.parent = types.SimpleNamespace(skip_compare=("metadata", "image/svg+xml"), sanitize_patterns={})
+    assert cell.compare_outputs(test, ref), "nbval compared a mime type listed in the file's skip_compare"
+    cell.parent = types.SimpleNamespace(skip_compare=("metadata",), sanitize_patterns={})
+    assert not cell.compare_outputs(test, ref), "nbval's compare_outputs no longer reads parent.skip_compare"
+
+
+def test_conftest_adds_svg_to_a_notebooks_skip_compare():
+    notebook = types.SimpleNamespace(fspath=types.SimpleNamespace(ext=".ipynb"), skip_compare=("metadata",))
+    conftest.pytest_collectstart(notebook)
+    assert notebook.skip_compare == ("metadata", "image/svg+xml")
+    with pytest.raises(pytest.UsageError, match="skip_compare"):
+        conftest.pytest_collectstart(types.SimpleNamespace(fspath=types.SimpleNamespace(ext=".ipynb")))
+
+
+def test_xdist_still_reads_the_reorder_option_conftest_turns_off():
+    import xdist.plugin
+    from xdist.scheduler import loadscope
+
+    assert 'dest="loadscopereorder"' in inspect.getsource(xdist.plugin), (
+        "xdist renamed the option behind --no-loadscope-reorder: update conftest.pytest_configure")
+    assert "config.option.loadscopereorder" in inspect.getsource(loadscope), (
+        "xdist's loadscope scheduler no longer reads config.option.loadscopereorder: "
+        "conftest.pytest_configure would no longer keep the slow files first")
+    config = types.SimpleNamespace(option=types.SimpleNamespace(loadscopereorder=True))
+    conftest.pytest_configure(config)
+    assert config.option.loadscopereorder is False
+
+
+# sha256 (first 16 hex digits) of nbconvert 7.17.2's HTMLExporter.from_notebook_node source
+HTML_EXPORTER_SOURCE_SHA = "3dccafff45cc4e74"
+
+
+def test_the_site_exporter_copies_the_current_html_exporter():
+    from nbconvert import HTMLExporter
+
+    from scripts import build_site
+
+    source = inspect.getsource(HTMLExporter.from_notebook_node)
+    digest = hashlib.sha256(source.encode()).hexdigest()[:16]
+    assert digest == HTML_EXPORTER_SOURCE_SHA, (
+        "nbconvert's HTMLExporter.from_notebook_node changed: scripts/build_site.py's "
+        "SiteExporter.from_notebook_node is a copy of it without the BeautifulSoup pass (and calls "
+        "the private _init_resources). Compare the two, port the change, then set "
+        f"HTML_EXPORTER_SOURCE_SHA = {digest!r} here.")
+    resources = build_site.exporter()._init_resources({"metadata": {"name": "x"}})
+    assert resources["metadata"]["name"] == "x" and resources["output_extension"] == ".html"
