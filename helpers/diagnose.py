@@ -44,6 +44,7 @@ FREED_TEXT = "Trying to backward through the graph a second time"
 STEP_FILLS = ("#d0d0d0", "#f6c8c0", "#fff0a8", "#e4d0f5", "#c9e7e0", "#f7dcbf")
 STEP_WORDS = ("grey", "red", "yellow", "purple", "teal", "orange")
 OLD_FILL, NEW_FILL = "#f6c8c0", "#fff0a8"      # diagnosis: earlier steps / this step
+STOP_FILL = "#ff9f1c"                           # diagnosis: the node where backward stopped
 RESET_METHODS = ("reset", "reset_state", "reset_states", "reset_hidden", "init_hidden", "reset_mem")
 MAX_NAMES = 20_000                              # namespace entries looked at, at most
 
@@ -462,14 +463,18 @@ def _picture(d, root, named, stop, path, old_set, max_nodes):
     snap, ids = snapshot_with_ids(root, names=keep, max_nodes=max_nodes)
     fills = {i: (OLD_FILL if fn in old_set else NEW_FILL) for fn, i in ids.items() if not _is_leaf_node(fn)}
     on_path = [ids.get(fn) for fn in path]
-    marked = {(b, a) for a, b in zip(on_path, on_path[1:]) if a and b}
+    marked = {(b, a) for a, b in zip(on_path, on_path[1:]) if a and b}   # forward direction
     stop_id = ids.get(stop)
-    title = (f"why backward failed: it stopped in {d.stopped_at} (orange)\n"
-             "red: made by earlier steps, freed before this call   yellow: this step\n"
-             "thick orange: the path from the loss")
+    if stop_id is not None:
+        fills[stop_id] = STOP_FILL
+    title = f"{'will stop' if d.not_yet_run else 'stopped'} in {d.stopped_at}"
     if stop_id is None:
-        title += f"\n(the stop is beyond the {max_nodes} nodes drawn: why_backward_failed(max_nodes=...))"
-    dot = render.to_dot(snap, title, highlight={stop_id} if stop_id else (), fills=fills, marked_edges=marked)
+        title += f" (beyond the {max_nodes} nodes drawn: why_backward_failed(max_nodes=...))"
+    legend = ((STOP_FILL, f"where backward stopped: {d.stopped_at}"),
+              (OLD_FILL, "made by an earlier step (freed before this call)"),
+              (NEW_FILL, "made by this step"), (render.HIGHLIGHT, "thick edges: the path from the loss"))
+    marks = render.Marks(fills=fills, path=frozenset(marked), legend=legend)
+    dot = render.to_dot(snap, title, marks=marks)
     return Picture(dot, describe(snap))
 
 
@@ -552,14 +557,15 @@ def draw_steps(*roots, clock: StepClock, names=None, title=None, max_nodes=120) 
     steps = {i: clock.step_of(fn) for fn, i in ids.items() if not _is_leaf_node(fn)}
     fills = {i: STEP_FILLS[min(k, len(STEP_FILLS) - 1)] for i, k in steps.items()}
     used = sorted(set(steps.values()))
-    key = ", ".join(("before the loop" if k == 0 else f"step {k}") + f": {STEP_WORDS[min(k, len(STEP_WORDS) - 1)]}"
-                    for k in used)
-    head = (title + ". " if title else "") + f"Ops coloured by the step that made them ({key})."
+    words = {k: "made before the loop" if k == 0 else f"made by step {k}" for k in used}
+    key = ", ".join(f"{words[k]}: {STEP_WORDS[min(k, len(STEP_WORDS) - 1)]}" for k in used)
+    head = (title + ": " if title else "") + "ops coloured by the training step that made them"
+    legend = tuple((STEP_FILLS[min(k, len(STEP_FILLS) - 1)], words[k]) for k in used)
     by_step = "\n".join(("before the loop" if k == 0 else f"step {k}") + ": "
                         + ", ".join(f"{i} {snap.ops[i].name}" for i, s in steps.items() if s == k)
                         for k in used)
-    return StepPicture(render.to_dot(snap, head, fills=fills), f"{head}\n{describe(snap)}\n{by_step}",
-                       snap, steps)
+    dot = render.to_dot(snap, head, marks=render.Marks(fills=fills, legend=legend))
+    return StepPicture(dot, f"{head} ({key}).\n{describe(snap)}\n{by_step}", snap, steps)
 
 
 # --------------------------------------------------------------------------------

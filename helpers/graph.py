@@ -13,10 +13,12 @@ Every picture displays as SVG in JupyterLab and has a deterministic text form
 from __future__ import annotations
 
 import contextlib
+import re
 
 from . import render
-from .snapshot import Role, SavedState, Snapshot, fmt_bytes, fmt_shape
-from .walk import snapshot
+from .snapshot import GraphInputError, Role, SavedState, Snapshot, fmt_bytes, fmt_shape
+from .trace import BackwardTrace
+from .walk import snapshot, snapshot_with_ids
 
 STATE_WORDS = {SavedState.HELD: "held", SavedState.FREED: "FREED", SavedState.VALUE: "value",
                SavedState.UNREADABLE: "UNREADABLE"}
@@ -59,26 +61,48 @@ def _label(snap, node_id):
     return t.name if t is not None else node_id
 
 
-class Picture:
-    """Something that shows as SVG in JupyterLab and as stable text elsewhere."""
+# A picture wider than this is scaled down in a notebook's ~860 px output area until its
+# smallest text (9 pt) is under 9 px (tests/test_readability.py): 1 pt = 4/3 px, so
+# 9 pt x 4/3 x 860 px / (width pt x 4/3) >= 9 px  <=>  width <= 860 pt.
+READABLE_WIDTH_PT = 860
 
-    def __init__(self, dot_source: str, text: str):
+
+def svg_width_pt(svg: str) -> float:
+    m = re.search(r'<svg[^>]*?width="([\d.]+)pt"', svg)
+    return float(m.group(1)) if m else 0.0
+
+
+class Picture:
+    """Something that shows as SVG in JupyterLab and as stable text elsewhere.
+
+    alternative: another DOT source of the same picture (before/after stacked instead of side
+    by side), used when the first one lays out wider than READABLE_WIDTH_PT and it is narrower.
+    `dot` is then the source actually drawn.
+    """
+
+    def __init__(self, dot_source: str, text: str, alternative: str | None = None):
         self.dot = dot_source
         self.text = text
+        self.alternative = alternative
         self._svg = None
 
     @property
     def svg(self) -> str:
         if self._svg is None:
-            self._svg = render.svg_from_dot(self.dot)
+            svg = render.svg_from_dot(self.dot)
+            if self.alternative is not None and svg_width_pt(svg) > READABLE_WIDTH_PT:
+                other = render.svg_from_dot(self.alternative)
+                if svg_width_pt(other) < svg_width_pt(svg):
+                    svg, self.dot = other, self.alternative
+            self._svg = svg
         return self._svg
 
     def _repr_mimebundle_(self, include=None, exclude=None):
-        # text/html carries the same SVG as an <img>, so a freshly cloned (untrusted) notebook
-        # shows the picture, not only its text
+        # The SVG goes out once, as an <img> in text/html (README, "Stable outputs": every
+        # front-end shows text/html before image/svg+xml, JupyterLab shows raw SVG only in
+        # trusted notebooks and GitHub not at all); text/plain is what nbval compares.
         alt = self.text.splitlines()[0] if self.text else "autograd graph"
-        return {"image/svg+xml": self.svg, "text/plain": self.text,
-                "text/html": render.svg_img(self.svg, alt, style="max-width:100%")}
+        return {"text/plain": self.text, "text/html": render.svg_img(self.svg, alt, style="max-width:100%")}
 
     def __repr__(self) -> str:
         return self.text
@@ -89,22 +113,29 @@ class Picture:
 
 
 class GraphPicture(Picture):
-    """One snapshot of a graph."""
+    """One snapshot of a graph (grouped by module calls when `grouping` is given)."""
 
-    def __init__(self, snap: Snapshot, title: str | None = None, highlight=()):
+    def __init__(self, snap: Snapshot, title: str | None = None, highlight=(),
+                 grouping: render.Grouping | None = None, text: str | None = None):
         self.snapshot = snap
         head = f"{title}\n" if title else ""
-        super().__init__(render.to_dot(snap, title, highlight), head + describe(snap))
+        super().__init__(render.to_dot(snap, title, highlight, grouping=grouping),
+                         head + (describe(snap) if text is None else text))
 
 
 class ComparePicture(Picture):
-    """Two snapshots side by side, with what changed between them."""
+    """Two snapshots side by side (stacked when that is too wide), with what changed between
+    them. ran: {node id of `after`: (k, ...)}, the nodes the backward call in between ran."""
 
-    def __init__(self, before: Snapshot, after: Snapshot, titles=("before", "after")):
+    def __init__(self, before: Snapshot, after: Snapshot, titles=("before", "after"), ran=None,
+                 ran_text: str | None = None):
         self.before, self.after = before, after
+        self.ran = dict(ran or {})
         text = (f"== {titles[0]} ==\n{describe(before)}\n== {titles[1]} ==\n{describe(after)}\n"
-                f"== change ==\n{changes(before, after)}")
-        super().__init__(render.pair_dot(before, after, titles), text)
+                f"== change ==\n{changes(before, after)}" + (f"\n{ran_text}" if ran_text else ""))
+        marks = render.Marks(ran=self.ran)
+        super().__init__(render.pair_dot(before, after, titles, marks),
+                         text, alternative=render.pair_dot(before, after, titles, marks, stacked=True))
 
 
 def changes(before: Snapshot, after: Snapshot) -> str:
@@ -125,13 +156,20 @@ def changes(before: Snapshot, after: Snapshot) -> str:
     return "\n".join(lines)
 
 
-def draw(*roots, names=None, title=None, max_nodes=300) -> GraphPicture:
+def draw(*roots, names=None, title=None, max_nodes=300, modules=None) -> GraphPicture:
     """A picture of the autograd graph behind `roots` (one or more tensors).
 
     names: {"a": a, "loss": loss, ...} labels leaves, outputs and intermediates
     (named intermediates that call retain_grad() show their grad).
     max_nodes: beyond this many nodes the rest is summarised, not drawn.
+    modules: the model whose forward ran under `helpers.modules.record_modules(model)`: nodes
+        are grouped by the module call that made them, each group with its saved bytes, and
+        runs of identical blocks beyond max_nodes are collapsed into one box each.
     """
+    if modules is not None:
+        from .modules import grouped_picture
+
+        return grouped_picture(roots, names=names, title=title, max_nodes=max_nodes, modules=modules)
     return GraphPicture(snapshot(*roots, names=names, max_nodes=max_nodes), title)
 
 
@@ -144,7 +182,8 @@ def compare(before: GraphPicture | Snapshot, after: GraphPicture | Snapshot,
 
 
 class Watch:
-    """Result of `watch(...)`: displays the before/after pair once the block ends."""
+    """Result of `watch(...)`: displays the before/after pair once the block ends, the nodes
+    the block's backward call(s) ran marked with their order (recorded with node hooks)."""
 
     def __init__(self, roots, names, max_nodes, label):
         self.roots, self.names, self.max_nodes = roots, names, max_nodes
@@ -152,15 +191,23 @@ class Watch:
         self.before = snapshot(*roots, names=names, max_nodes=max_nodes)
         self.after = None
         self.raised = None
+        try:
+            self.trace = BackwardTrace(*roots, keep_grads=False)
+        except GraphInputError:      # too big to hook node by node: no ran marks
+            self.trace = None
 
     def _finish(self, exc):
         self.raised = exc
-        self.after = snapshot(*self.roots, names=self.names, max_nodes=self.max_nodes)
+        self.after, ids = snapshot_with_ids(*self.roots, names=self.names, max_nodes=self.max_nodes)
         after = f"after {self.label}" if self.label else "after"
         if exc is not None:
             after += f" (raised {type(exc).__name__})"
         before = f"before {self.label}" if self.label else "before"
-        self.picture = ComparePicture(self.before, self.after, (before, after))
+        ran, text = {}, None
+        if self.trace is not None:
+            ran, text = ran_marks(self.trace, ids, self.after)
+            self.trace = None        # holds the nodes: keep it no longer than needed
+        self.picture = ComparePicture(self.before, self.after, (before, after), ran=ran, ran_text=text)
 
     def _repr_mimebundle_(self, include=None, exclude=None):
         if self.after is None:
@@ -171,16 +218,43 @@ class Watch:
         return self.picture.text if self.after is not None else "watch(...) in progress"
 
 
+RAN_LISTED = 12
+
+
+def ran_marks(trace: BackwardTrace, ids: dict, snap: Snapshot) -> tuple[dict, str]:
+    """({node id: (k, ...)}, 'backward ran 5 node(s): ...') from a finished trace; `ids` maps
+    the graph's nodes to `snap`'s ids (walk.snapshot_with_ids)."""
+    ran: dict[str, tuple[int, ...]] = {}
+    words = []
+    for k, step in enumerate(trace.steps, 1):
+        nid = ids.get(trace.nodes[step.node_index])
+        if nid is None:
+            words.append(step.name + " (not drawn)")
+            continue
+        ran[nid] = ran.get(nid, ()) + (k,)
+        t = snap.tensors.get(nid)
+        words.append(f"{nid} {step.name}" if t is None else f"AccumulateGrad of {t.name}")
+    if not words:
+        return ran, "backward ran no node of this graph"
+    listed = ", ".join(words[:RAN_LISTED]) + (f", ... ({len(words) - RAN_LISTED} more)"
+                                             if len(words) > RAN_LISTED else "")
+    return ran, f"backward ran {len(words)} node(s), in this order: {listed}"
+
+
 @contextlib.contextmanager
 def watch(*roots, names=None, label=None, max_nodes=300):
     """Snapshot the graph, run the block, snapshot again; show both side by side.
 
+    Hooks on the graph's nodes record which nodes the block's backward call ran, and in
+    which order: the 'after' picture marks them ('ran #k'). They are removed at the end.
     An exception in the block is re-raised after the 'after' picture is taken,
     so a cell that fails live still leaves its pictures behind in `w`.
     """
     w = Watch(roots, names, max_nodes, label)
+    hooks = w.trace if w.trace is not None else contextlib.nullcontext()
     try:
-        yield w
+        with hooks:
+            yield w
     except BaseException as exc:
         w._finish(exc)
         raise

@@ -12,6 +12,8 @@ import html
 import os
 import shutil
 import subprocess
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 
 import graphviz
 
@@ -26,11 +28,13 @@ HELD = "#1e6b30"
 VALUE = "#666666"
 HIGHLIGHT = "#ffb703"
 MODIFIED = "#b35c00"
-
-LEGEND = ("blue: leaf tensor (its .grad)   grey: op, with the tensors it saved for backward   "
-          "green: named tensor   red, struck through: saved tensor freed by backward")
+RAN = "#6a3d9a"
+CLUSTER = "#7a8a9a"
 
 DOT_TIMEOUT_S = 60
+GRAD_VALUES_SHOWN = 4     # a box shows at most this many numbers of a .grad (the text form: all)
+FAR_RANKS = 2             # a shared leaf's use more than this many ranks below its first use
+                          # is drawn as a reference box, not as a long edge
 
 
 _ESC = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#x27;",
@@ -54,11 +58,37 @@ def esc(text) -> str:
 _ESC_CACHE: dict[str, str] = {}
 
 
-def _op_label(op, highlight=False, fill=None) -> str:
+@dataclass(frozen=True)
+class Marks:
+    """What a picture marks on top of the snapshot: the node running now (orange fill), and
+    the nodes a backward call ran, with their order (purple outline and 'ran #k')."""
+
+    highlight: frozenset = frozenset()
+    ran: Mapping[str, tuple[int, ...]] = field(default_factory=dict)   # id -> (k, ...): ran k-th
+    # groups of nodes and a path (helpers.diagnose: the training step that made each op, the
+    # path from the loss to where backward stopped), with their legend entries
+    fills: Mapping[str, str] = field(default_factory=dict)   # id -> fill colour, replaces the usual
+    path: frozenset = frozenset()                            # {(from id, to id)}: edges drawn thick
+    legend: tuple = ()                                       # ((colour, words), ...) added to the legend
+
+
+NO_MARKS = Marks()
+
+
+def _ran_badge(order) -> str:
+    """'ran #3' (or 'ran #2, #7' for a node two backward calls ran) after a node's name."""
+    if not order:
+        return ""
+    order = (order,) if isinstance(order, int) else tuple(order)
+    text = ", ".join(f"#{k}" for k in order[:3]) + (", ..." if len(order) > 3 else "")
+    return f'&#160;<FONT COLOR="{RAN}" POINT-SIZE="10"><B>ran {text}</B></FONT>'
+
+
+def _op_label(op, highlight=False, ran=None, fill=None) -> str:
     freed = sum(1 for s in op.saved if s.state is SavedState.FREED)
-    border = FREED if freed else "#555555"
+    border = RAN if ran is not None else (FREED if freed else "#555555")
     fill = HIGHLIGHT if highlight else (fill or OP)
-    rows = [f'<TR><TD BGCOLOR="{fill}"><B>{esc(op.name)}</B></TD></TR>']
+    rows = [f'<TR><TD BGCOLOR="{fill}"><B>{esc(op.name)}</B>{_ran_badge(ran)}</TD></TR>']
     for s in op.saved:
         if s.state is SavedState.FREED:
             size = "" if s.shape is None else f" {fmt_shape(s.shape)} {fmt_bytes(s.nbytes)}"
@@ -79,48 +109,71 @@ def _op_label(op, highlight=False, fill=None) -> str:
             rows.append(f'<TR><TD ALIGN="LEFT"><FONT COLOR="{HELD}" POINT-SIZE="10">'
                         f'saved {esc(s.slot)}{esc(alias)}: {fmt_shape(s.shape)} {s.dtype} '
                         f'{fmt_bytes(s.nbytes)}</FONT></TD></TR>')  # shape, dtype, size: safe text
-    rows.extend(_value_rows([s for s in op.saved if not s.is_tensor and s.state is SavedState.VALUE],
-                            any(s.is_tensor for s in op.saved)))
-    return (f'<<TABLE BORDER="1" CELLBORDER="0" CELLSPACING="0" CELLPADDING="3" COLOR="{border}">'
+    rows.extend(_value_rows([s for s in op.saved if not s.is_tensor and s.state is SavedState.VALUE]))
+    width = "2" if ran is not None else "1"
+    return (f'<<TABLE BORDER="{width}" CELLBORDER="0" CELLSPACING="0" CELLPADDING="3" COLOR="{border}">'
             + "".join(rows) + "</TABLE>>")
 
 
-def _value_rows(values: list[Saved], saved_tensors: bool) -> list[str]:
+def _value_rows(values: list[Saved]) -> list[str]:
     """The plain numbers an op saved, kept short in the picture (the text form lists them all).
 
-    Size bookkeeping (`*_sym_sizes`, `*_sym_strides`, ...) is collapsed to a count when the
-    op saved anything else; more than three other settings are listed by name only.
+    Up to three settings are shown (`exponent = 2`, `dim = 1`); size bookkeeping
+    (`*_sym_sizes`, `*_sym_strides`, ...) and longer lists of settings are left to the
+    text form, so a box is as wide as what it saved, not as its bookkeeping.
     """
     def row(text):
-        return f'<TR><TD ALIGN="LEFT"><FONT COLOR="{VALUE}" POINT-SIZE="9"><I>{esc(text)}</I></FONT></TD></TR>'
+        return f'<TR><TD ALIGN="LEFT"><FONT COLOR="{VALUE}" POINT-SIZE="10"><I>{esc(text)}</I></FONT></TD></TR>'
 
-    sizes = [v for v in values if "sym_" in v.slot]
     settings = [v for v in values if "sym_" not in v.slot]
-    out = []
     if len(settings) > 3:
-        out.append(row("settings: " + ", ".join(v.slot for v in settings)))
-    else:
-        out.extend(row(f"{v.slot} = {v.value}") for v in settings)
-    if sizes and (settings or saved_tensors):
-        out.append(row(f"+ {len(sizes)} size value{'s' if len(sizes) > 1 else ''}"))
-    else:
-        out.extend(row(f"{v.slot} = {v.value}") for v in sizes)
-    return out
+        return []
+    return [row(f"{v.slot} = {v.value}") for v in settings]
 
 
-def _tensor_label(t, highlight=False, fill=None) -> str:
+def short_values(text: str | None, shown: int = GRAD_VALUES_SHOWN) -> str:
+    """'[1, 2, 3, 4, 5, 6] (2, 3)' -> '[1, 2, 3, 4, ...] (2, 3)': a picture shows at most
+    `shown` numbers of a gradient (the text form keeps them all)."""
+    if not text or not text.startswith("["):
+        return str(text)
+    close = text.find("]")
+    values = text[1:close].split(", ")
+    if close < 0 or len(values) <= shown:
+        return text
+    return "[" + ", ".join(values[:shown]) + ", ...]" + text[close + 1:]
+
+
+def _param_label(t, highlight=False, ran=None) -> str:
+    """A parameter in a picture grouped by module: one line, name and shape; its .grad is only
+    said to be there or not (the text form has the values)."""
+    fill = HIGHLIGHT if highlight else LEAF
+    grad = "no grad" if t.grad is None else "grad set"
+    return (f'<<TABLE BORDER="1" CELLBORDER="0" CELLSPACING="0" CELLPADDING="2" BGCOLOR="{fill}">'
+            f'<TR><TD><FONT POINT-SIZE="10"><B>{esc(t.name.rsplit(".", 1)[-1])}</B> '
+            f"{fmt_shape(t.shape)} · {grad}</FONT>{_ran_badge(ran)}</TD></TR></TABLE>>")
+
+
+def _tensor_label(t, highlight=False, ran=None, fill=None) -> str:
     fill = HIGHLIGHT if highlight else (fill or (LEAF if t.role is Role.LEAF else NAMED))
-    rows = [f"<TR><TD><B>{esc(t.name)}</B></TD></TR>",
+    rows = [f"<TR><TD><B>{esc(t.name)}</B>{_ran_badge(ran)}</TD></TR>",
             f'<TR><TD><FONT POINT-SIZE="10">{fmt_shape(t.shape)} {t.dtype}</FONT></TD></TR>']
     if t.role is Role.LEAF:
-        rows.append(f'<TR><TD><FONT POINT-SIZE="10">grad: {esc(t.grad)}</FONT></TD></TR>')
+        rows.append(f'<TR><TD><FONT POINT-SIZE="10">grad: {esc(short_values(t.grad))}</FONT></TD></TR>')
     elif t.retains_grad:
-        rows.append(f'<TR><TD><FONT POINT-SIZE="10">retains grad: {esc(t.grad)}</FONT></TD></TR>')
+        rows.append(f'<TR><TD><FONT POINT-SIZE="10">retains grad: {esc(short_values(t.grad))}</FONT></TD></TR>')
     else:
-        rows.append(f'<TR><TD><FONT POINT-SIZE="9" COLOR="{VALUE}">'
+        rows.append(f'<TR><TD><FONT POINT-SIZE="10" COLOR="{VALUE}">'
                     '<I>grad: not kept (non-leaf)</I></FONT></TD></TR>')
-    return (f'<<TABLE BORDER="1" CELLBORDER="0" CELLSPACING="0" CELLPADDING="2" BGCOLOR="{fill}">'
+    color = f' COLOR="{RAN}"' if ran is not None else ""
+    width = "2" if ran is not None else "1"
+    return (f'<<TABLE BORDER="{width}" CELLBORDER="0" CELLSPACING="0" CELLPADDING="2" BGCOLOR="{fill}"{color}>'
             + "".join(rows) + "</TABLE>>")
+
+
+def _ref_label(t) -> str:
+    return (f'<<TABLE BORDER="1" CELLBORDER="0" CELLSPACING="0" CELLPADDING="2" BGCOLOR="{LEAF}" '
+            f'STYLE="dashed"><TR><TD><FONT POINT-SIZE="10"><B>{esc(t.name)}</B> · same leaf</FONT>'
+            "</TD></TR></TABLE>>")
 
 
 def _summary_label(snap: Snapshot) -> str:
@@ -134,38 +187,206 @@ def _summary_label(snap: Snapshot) -> str:
             f'<TR><TD><FONT POINT-SIZE="10">draw(..., max_nodes=N) draws more</FONT></TD></TR></TABLE>>')
 
 
-def add_snapshot(g: graphviz.Digraph, snap: Snapshot, prefix: str = "", highlight=(),
-                 fills=None, marked_edges=()) -> None:
-    """Add the nodes and edges of `snap` to `g`, ids prefixed (for side-by-side pictures).
+# --------------------------------------------------------------------------------
+# Shared leaves: the cause of slow layouts. A weight used by every step of an unrolled RNN
+# is one box with an edge to each use; Graphviz spent seconds to minutes routing those
+# edges across every rank (RNN, 100 steps: 17 s; tanh(h @ w) x 400: 41 s). A use far below
+# the first one is drawn as a small reference box next to it instead: no long edges.
+def op_levels(snap: Snapshot) -> dict[str, int]:
+    """Each op's level above the output: 0 for an op nothing uses, else 1 + the highest level
+    of the ops using it (the rank Graphviz gives it, counted from the bottom; an op with no
+    op input, like a weight's transpose, sits just above its user, not at the top)."""
+    users: dict[str, list[str]] = {oid: [] for oid in snap.ops}
+    pending = dict.fromkeys(snap.ops, 0)
+    for op in snap.ops.values():
+        for i in dict.fromkeys(op.inputs):
+            if i in snap.ops:
+                users[op.id].append(i)        # i feeds op: op is one of i's users
+                pending[i] += 1
+    level = {oid: 0 for oid, n in pending.items() if n == 0}
+    ready = list(level)
+    while ready:
+        oid = ready.pop()
+        for i in users[oid]:
+            level[i] = max(level.get(i, 0), level[oid] + 1)
+            pending[i] -= 1
+            if pending[i] == 0:
+                ready.append(i)
+    return level
 
-    fills: {node id: colour} replaces a node's usual fill (groups of nodes, e.g. by the
-    training step that made them); `highlight` still wins. marked_edges: {(from id, to id)}
-    edges drawn thick in the highlight colour (a path).
+
+def far_leaf_uses(snap: Snapshot, far: int = FAR_RANKS) -> set[tuple[str, str]]:
+    """(leaf id, op id) edges drawn as reference boxes: a leaf keeps a real edge to its
+    first use (the highest op) and to every use within `far` levels of it."""
+    uses: dict[str, list[str]] = {}
+    for a, b in snap.edges:
+        if a in snap.tensors and snap.tensors[a].role is Role.LEAF and b in snap.ops:
+            uses.setdefault(a, []).append(b)
+    far_edges = set()
+    levels = None
+    for leaf, ops in uses.items():
+        if len(ops) < 2:
+            continue
+        levels = levels or op_levels(snap)
+        first = max(levels.get(o, 0) for o in ops)
+        far_edges.update((leaf, o) for o in ops if first - levels.get(o, 0) > far)
+    return far_edges
+
+
+# --------------------------------------------------------------------------------
+@dataclass
+class Grouping:
+    """Clusters of a picture: `of` maps a node id to its cluster; `clusters` maps a cluster
+    to (its parent cluster or None, its HTML label); `boxes` are extra nodes (id -> HTML label,
+    placed in cluster of[id]) and `box_edges` their edges. Built by helpers.modules."""
+
+    of: dict[str, str]
+    clusters: dict[str, tuple[str | None, str]]
+    boxes: dict[str, str] = field(default_factory=dict)
+    box_edges: list[tuple[str, str]] = field(default_factory=list)
+    params: frozenset = frozenset()   # leaf ids drawn as one-line parameter boxes (in their module's box)
+
+
+def add_snapshot(g: graphviz.Digraph, snap: Snapshot, prefix: str = "", highlight=(),
+                 marks: Marks = NO_MARKS, grouping: Grouping | None = None,
+                 refs: bool = True) -> None:
+    """Add the nodes and edges of `snap` to `g`, ids prefixed (for pictures of two snapshots).
 
     Node and edge lines are appended to `g.body` directly, in exactly the form
     `g.node(id, label, shape="plaintext", margin="0")` / `g.edge(a, b)` write them
     (tests/test_render.py checks the two agree): our ids are plain DOT
     identifiers and our labels are HTML labels, so graphviz's per-call quoting
     would change nothing and costs more than building the labels.
+    refs: draw far uses of a shared leaf as reference boxes (see far_leaf_uses).
     """
-    body = g.body
-    fills = fills or {}
+    highlight = set(highlight) | set(marks.highlight)
+    ran = marks.ran
+    lines: dict[str, str] = {}
     for op in snap.ops.values():
-        body.append(f"\t{prefix}{op.id} [label={_op_label(op, op.id in highlight, fills.get(op.id))} "
-                    "margin=0 shape=plaintext]\n")
+        lines[op.id] = (f"\t{prefix}{op.id} [label={_op_label(op, op.id in highlight, ran.get(op.id), marks.fills.get(op.id))} "
+                        "margin=0 shape=plaintext]\n")
+    params = grouping.params if grouping is not None else ()
     for t in snap.tensors.values():
-        body.append(f"\t{prefix}{t.id} [label={_tensor_label(t, t.id in highlight, fills.get(t.id))} "
-                    "margin=0 shape=plaintext]\n")
+        label = (_param_label(t, t.id in highlight, ran.get(t.id)) if t.id in params
+                 else _tensor_label(t, t.id in highlight, ran.get(t.id), marks.fills.get(t.id)))
+        lines[t.id] = (f"\t{prefix}{t.id} [label={label} "
+                       "margin=0 shape=plaintext]\n")
+    far = far_leaf_uses(snap) if refs else set()
+    edges = []
     for a, b in snap.edges:
+        if (a, b) in far:
+            rid = f"{a}_to_{b}"
+            lines[rid] = f"\t{prefix}{rid} [label={_ref_label(snap.tensors[a])} margin=0 shape=plaintext]\n"
+            if grouping is not None and b in grouping.of:
+                grouping.of.setdefault(rid, grouping.of[b])
+            edges.append(f"\t{prefix}{rid} -> {prefix}{b}\n")
+            continue
         style = " [style=dashed]" if snap.role(b) in NAMED_TENSOR_ROLES else ""
-        if (a, b) in marked_edges:
+        if (a, b) in marks.path:
             style = f' [color="{HIGHLIGHT}" penwidth=3]'
-        body.append(f"\t{prefix}{a} -> {prefix}{b}{style}\n")
+        edges.append(f"\t{prefix}{a} -> {prefix}{b}{style}\n")
+    if grouping is None:
+        g.body.extend(lines.values())
+    else:
+        for bid, label in grouping.boxes.items():
+            lines[bid] = f"\t{prefix}{bid} [label={label} margin=0 shape=plaintext]\n"
+        edges.extend(f"\t{prefix}{a} -> {prefix}{b}\n" for a, b in grouping.box_edges)
+        _add_clusters(g.body, lines, grouping, prefix)
+
+    g.body.extend(edges)
     if snap.truncated:
         g.node(prefix + "more", _summary_label(snap), shape="plaintext")
         # the hidden part is upstream (towards the leaves) of the nodes where the walk stopped
         for op_id in snap.cut_at:
             g.edge(prefix + "more", prefix + op_id, style="dotted")
+
+
+def _add_clusters(body: list, lines: dict, grouping: Grouping, prefix: str) -> None:
+    """Node lines nested in `subgraph cluster_...` blocks, one per module call."""
+    members: dict[str | None, list[str]] = {}
+    for nid, line in lines.items():
+        key = grouping.of.get(nid)
+        members.setdefault(key if key in grouping.clusters else None, []).append(line)
+    children: dict[str | None, list[str]] = {}
+    for key, (parent, _) in grouping.clusters.items():
+        children.setdefault(parent, []).append(key)
+    number = {key: i for i, key in enumerate(grouping.clusters)}
+
+    def has_content(key):
+        return key in members or any(has_content(c) for c in children.get(key, ()))
+
+    body.extend(members.get(None, ()))
+    stack = [(k, False) for k in reversed(children.get(None, []))]
+    while stack:
+        key, done = stack.pop()
+        if done:
+            body.append("\t}\n")
+            continue
+        if not has_content(key):
+            continue
+        label = grouping.clusters[key][1]
+        body.append(f"\tsubgraph cluster_{prefix}m{number[key]} {{\n\t\tlabel={label} labeljust=l "
+                    f'style="rounded" color="{CLUSTER}" fontsize=10\n')
+        body.extend(members.get(key, ()))
+        stack.append((key, True))
+        stack.extend((c, False) for c in reversed(children.get(key, [])))
+
+
+# --------------------------------------------------------------------------------
+# The legend: every mark a picture uses, explained in the picture itself.
+def _features(snaps, marks: Marks, grouping=None) -> list[str]:
+    present = []
+    saved = [s for snap in snaps for _, s in snap.saved_tensors()]
+    roles = {t.role for snap in snaps for t in snap.tensors.values()}
+    if Role.LEAF in roles:
+        present.append("leaf")
+    present.append("op")
+    if roles & NAMED_TENSOR_ROLES:
+        present.append("named")
+    if any(s.state is SavedState.HELD and not s.modified for s in saved):
+        present.append("held")
+    if any(s.state is SavedState.FREED for s in saved):
+        present.append("freed")
+    if any(s.modified for s in saved):
+        present.append("modified")
+    if marks.highlight:
+        present.append("running")
+    if marks.ran:
+        present.append("ran")
+    if any(far_leaf_uses(snap) for snap in snaps):
+        present.append("ref")
+    if grouping is not None and grouping.clusters:
+        present.append("module")
+    if any(snap.truncated for snap in snaps):
+        present.append("more")
+    return present
+
+
+_LEGEND_ENTRIES = {
+    "leaf": (f'BGCOLOR="{LEAF}"', "leaf tensor, with its .grad"),
+    "op": (f'BGCOLOR="{OP}"', "op (grad_fn), with what it saved"),
+    "named": (f'BGCOLOR="{NAMED}"', "tensor you named (dashed: made by)"),
+    "held": (f'BGCOLOR="{HELD}"', "saved tensor held in memory"),
+    "freed": (f'BGCOLOR="{FREED}"', "saved tensor FREED by backward"),
+    "modified": (f'BGCOLOR="{MODIFIED}"', "saved, then modified in place"),
+    "running": (f'BGCOLOR="{HIGHLIGHT}"', "the node running in this step"),
+    "ran": (f'BGCOLOR="{RAN}"', "ran #k: ran in this backward, k-th"),
+    "ref": (f'BGCOLOR="{LEAF}" STYLE="dashed" BORDER="1"', "same leaf, drawn again near a far use"),
+    "module": (f'COLOR="{CLUSTER}" STYLE="rounded" BORDER="1"', "module call: saved bytes held / freed"),
+    "more": (f'COLOR="{FREED}" STYLE="dashed" BORDER="1"', "nodes beyond max_nodes, counted"),
+}
+
+
+def legend_label(features: list[str], columns: int = 2, extra=()) -> str:
+    """An HTML-label legend: a swatch and a few words per mark, `columns` entries a row.
+    extra: more ((colour, words), ...) entries, after the standard ones."""
+    entries = [_LEGEND_ENTRIES[f] for f in features] + [(f'BGCOLOR="{c}"', words) for c, words in extra]
+    cells = [f'<TD {swatch} WIDTH="12" HEIGHT="10"></TD>'
+             f'<TD ALIGN="LEFT"><FONT POINT-SIZE="10">{esc(words)}</FONT></TD>'
+             for swatch, words in entries]
+    rows = ["<TR>" + "".join(cells[i:i + columns]) + "</TR>" for i in range(0, len(cells), columns)]
+    return ('<<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="3" CELLPADDING="1">'
+            + "".join(rows) + "</TABLE>>")
 
 
 def new_digraph(title: str | None = None) -> graphviz.Digraph:
@@ -183,21 +404,51 @@ def new_digraph(title: str | None = None) -> graphviz.Digraph:
     return g
 
 
-def to_dot(snap: Snapshot, title=None, highlight=(), fills=None, marked_edges=()) -> str:
+def to_dot(snap: Snapshot, title=None, highlight=(), marks: Marks = NO_MARKS,
+           grouping: Grouping | None = None, legend: bool = True, refs: bool = True) -> str:
+    """DOT of one snapshot. refs=False draws every use of a shared leaf as an edge from its one
+    box (slow to lay out for a weight used across many ranks: kept for the benchmark)."""
     g = new_digraph(title)
-    add_snapshot(g, snap, highlight=highlight, fills=fills, marked_edges=marked_edges)
+    add_snapshot(g, snap, highlight=highlight, marks=marks, grouping=grouping, refs=refs)
+    if legend:
+        marks = replace(marks, highlight=frozenset(highlight) | marks.highlight)
+        g.attr(label=legend_label(_features([snap], marks, grouping), extra=marks.legend),
+               labelloc="b", labeljust="l")
+        if title:   # the title goes on top, as a node: the graph label holds the legend
+            g.body.insert(0, f"\ttitle [label=<<B>{esc(title)}</B>> shape=plaintext fontsize=12]\n")
+            _above_all(g.body, "title", snap, "")
     return g.source
 
 
-def pair_dot(left: Snapshot, right: Snapshot, titles=("before", "after")) -> str:
-    """Both snapshots in one layout, side by side, as two clusters."""
-    g = new_digraph(LEGEND)
-    g.attr(labelloc="b", fontsize="10")
-    for key, snap, title in (("L", left, titles[0]), ("R", right, titles[1])):
+def _above_all(body: list, node: str, snap: Snapshot, prefix: str) -> None:
+    """Invisible edges from `node` to every node with no input: `node` sits on top."""
+    targets = {oid for oid, op in snap.ops.items() if not op.inputs}
+    targets |= {t.id for t in snap.tensors.values() if t.role is Role.LEAF}
+    body.extend(f"\t{node} -> {prefix}{t} [style=invis]\n" for t in sorted(targets))
+
+
+def pair_dot(left: Snapshot, right: Snapshot, titles=("before", "after"), marks: Marks = NO_MARKS,
+             stacked: bool = False) -> str:
+    """Both snapshots in one layout, as two clusters: side by side, or (stacked=True) the
+    first above the second. `marks` apply to the second (the nodes a backward call ran)."""
+    g = new_digraph()
+    g.attr(label=legend_label(_features([left, right], marks)), labelloc="b", labeljust="l")
+    for key, snap, title, m in (("L", left, titles[0], NO_MARKS), ("R", right, titles[1], marks)):
         with g.subgraph(name=f"cluster_{key}") as sub:
-            sub.attr(label=esc(title), labelloc="t", fontsize="13", style="rounded", color="#999999")
-            add_snapshot(sub, snap, prefix=key + "_")
+            sub.attr(label=f"<<B>{esc(title)}</B>>", labelloc="t", fontsize="13", style="rounded",
+                     color="#999999")
+            add_snapshot(sub, snap, prefix=key + "_", marks=m)
+    if stacked:   # every node of the second below every node of the first
+        sinks = _sinks(left)
+        g.body.append("\tstack [shape=point style=invis width=0 height=0]\n")
+        g.body.extend(f"\tL_{s} -> stack [style=invis]\n" for s in sinks)
+        _above_all(g.body, "stack", right, "R_")
     return g.source
+
+
+def _sinks(snap: Snapshot) -> list[str]:
+    has_out = {a for a, _ in snap.edges}
+    return [n for n in [*snap.ops, *snap.tensors] if n not in has_out]
 
 
 # --------------------------------------------------------------------------------

@@ -185,7 +185,7 @@ def test_names_the_culprit_the_stop_and_the_fix(name):
     assert d.path[-1] == d.stopped_at and d.path[0] == ns["loss" if name != "running_total" else "total"].grad_fn.name()
     assert d.freed and "carried by: " + culprit in d.message
     assert "retain_graph=True" in d.message          # says why not the usual forum answer
-    assert "thick orange: the path from the loss" in d.picture.dot and "penwidth=3" in d.picture.dot
+    assert "the path from the loss" in d.picture.dot and "penwidth=3" in d.picture.dot
 
 
 def test_outside_ipython_it_works_and_says_names_are_unavailable():
@@ -353,7 +353,7 @@ def test_draw_steps_colours_each_step():
     assert "#f6c8c0" in pic.dot and "#fff0a8" in pic.dot
 
 
-def test_render_fills_and_marked_edges_are_additive():
+def test_render_marks_fills_path_and_legend_are_additive():
     from helpers import render
     from helpers.walk import snapshot
 
@@ -361,11 +361,13 @@ def test_render_fills_and_marked_edges_are_additive():
     snap = snapshot((x * 2).exp().sum())
     plain = render.to_dot(snap)
     edge = next((a, b) for a, b in snap.edges if a.startswith("op") and b.startswith("op"))
-    marked = render.to_dot(snap, fills={"op2": "#123456"}, marked_edges={edge})
-    assert "#123456" not in plain and "penwidth" not in plain
+    marked = render.to_dot(snap, marks=render.Marks(fills={"op2": "#123456"}, path=frozenset({edge}),
+                                                     legend=(("#654321", "a group of my own"),)))
+    assert "#123456" not in plain and "penwidth" not in plain and "a group of my own" not in plain
     assert marked.count('BGCOLOR="#123456"') == 1
     assert f"{edge[0]} -> {edge[1]} [color=\"{render.HIGHLIGHT}\" penwidth=3]" in marked
-    assert render.to_dot(snap, fills={}, marked_edges=()) == plain
+    assert 'BGCOLOR="#654321"' in marked and "a group of my own" in marked
+    assert render.to_dot(snap, marks=render.Marks()) == plain
 
 
 def test_step_picture_counts_by_step():

@@ -33,7 +33,8 @@ from autograd_programs import Square
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from helpers.graph import describe, draw
+from helpers.graph import describe, draw, watch
+from helpers.render import far_leaf_uses
 from helpers.walk import snapshot
 
 _common = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
@@ -352,13 +353,32 @@ def check_picture(roots, names, cap, svg=False):
     for box in snap.tensors.values():     # every name is in the DOT, escaped (reference: html)
         safe = html.escape(box.name, quote=True).replace("{", "&#123;").replace("}", "&#125;")
         assert f"<B>{safe}</B>" in pic.dot
+    refs = far_leaf_uses(snap)     # far uses of a shared leaf: one reference box each, no edge
+    assert pic.dot.count("same leaf</FONT>") == len(refs)
+    for leaf, op in refs:
+        assert f"\t{leaf} -> {op}\n" not in pic.dot and f"\t{leaf}_to_{op} -> {op}\n" in pic.dot
     if svg:
-        assert pic.svg.count('class="node"') == len(snap.ops) + len(snap.tensors) + snap.truncated
+        assert pic.svg.count('class="node"') == len(snap.ops) + len(snap.tensors) + snap.truncated + len(refs)
         STATS["laid out as SVG"] += 1
     STATS["pictures"] += 1
     for _, s in snap.saved_tensors():
         STATS["saved " + ("modified in place" if s.modified else s.state)] += 1
     return pic
+
+
+def check_ran_marks(w):
+    """The 'after' picture of watch() marks the nodes the backward call ran: only drawn nodes,
+    every op whose saved tensors that call freed among them (only a node that ran frees its
+    own), numbered 1, 2, ... in the order of the text's 'backward ran' line."""
+    ran = w.picture.ran
+    assert set(ran) <= set(w.after.ops) | set(w.after.tensors)
+    for op, _ in w.after.freed_since(w.before):
+        assert op.id in ran, f"{op.id} {op.name} freed its saved tensors but is not marked as ran"
+    orders = sorted(k for ks in ran.values() for k in ks)
+    assert orders == sorted(set(orders)) and (not orders or orders[0] >= 1)
+    assert ("ran #" in w.picture.dot) == bool(ran)
+    assert "backward ran" in w.picture.text
+    STATS["ran marks checked"] += 1
 
 
 @FUZZ
@@ -373,11 +393,14 @@ def test_renderer_on_random_programs(p):
         if not isinstance(loss, torch.Tensor) or loss.grad_fn is None:
             STATS["no backward possible"] += 1
             return
+        kw = {} if p["cap"] is None else {"max_nodes": p["cap"]}
         try:
-            loss.backward(retain_graph=p["retain"])
+            with watch(*roots, names=names, **kw) as w:
+                loss.backward(retain_graph=p["retain"])
             STATS["backward ok"] += 1
         except RuntimeError as err:   # e.g. a saved tensor changed in place: the picture says so
             STATS["backward raised: " + str(err)[:30]] += 1
+        check_ran_marks(w)
         check_picture(roots, names, p["cap"], svg=p["svg"])
         if p["second"] != "none":
             try:

@@ -125,3 +125,111 @@ def test_every_tensor_box_says_what_its_grad_is():
     rows = re.findall(r"(?:retains )?grad: [^<]*", dot)
     # a.grad = 3 e^(3a) = [60.26, 1210]; h.grad = e^h = [20.09, 403.4]
     assert rows == ["grad: [60.26, 1210]", "retains grad: [20.09, 403.4]"] + ["grad: not kept (non-leaf)"] * 2
+
+
+# ------------------------------------------------------------------ issue 12: real-model scale
+def _rnn(steps):
+    torch.manual_seed(0)
+    cell = torch.nn.RNNCell(3, 4)
+    h = torch.zeros(1, 4)
+    for t in range(steps):
+        h = cell(torch.randn(1, 3), h)
+    return h.sum(), dict(cell.named_parameters())
+
+
+def test_a_leaf_used_far_below_its_first_use_is_a_reference_box():
+    loss, names = _rnn(6)
+    snap = snapshot(loss, names=names)
+    far = render.far_leaf_uses(snap)
+    leaf_of = {t.name: t.id for t in snap.tensors.values()}
+    # each weight: one box with a real edge to its use(s) near the top, a reference per later step
+    for name in names:
+        mine = [op for leaf, op in far if leaf == leaf_of[name]]
+        assert len(mine) == 5, name
+    dot = render.to_dot(snap)
+    assert dot.count("same leaf</FONT>") == len(far) == 20
+    assert dot.count("<B>weight_hh</B>") == 1 + 5        # the box once, five references
+    levels = render.op_levels(snap)
+    for leaf, op in far:                                   # no long edge left from a leaf
+        assert f"\t{leaf} -> {op}\n" not in dot
+    kept = [(a, b) for a, b in snap.edges if a in snap.tensors and (a, b) not in far]
+    tops = {a: max(levels[b] for x, b in snap.edges if x == a) for a, _ in kept}
+    assert all(tops[a] - levels[b] <= render.FAR_RANKS for a, b in kept)
+    assert render.far_leaf_uses(snapshot(*_graphs_first())) == set()   # small graphs: real edges
+
+
+def _graphs_first():
+    a = torch.tensor([1.0, 2.0], requires_grad=True)
+    return ((a * 2).sum() + (a * 3).sum() + a.exp().sum(),)
+
+
+def test_every_picture_has_a_legend_of_the_marks_it_uses():
+    names = seed_graph()
+    d, e = names["d"], names["e"]
+    dot = draw(d, e, names=names).dot
+    assert "leaf tensor, with its .grad" in dot and "saved tensor held in memory" in dot
+    assert "FREED" not in dot.split("label=<<TABLE BORDER=\"0\"")[-1]     # nothing freed: no entry
+    d.backward()
+    after = draw(d, e, names=names).dot
+    assert "saved tensor FREED by backward" in after
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    y = x * 2
+    z = (y * y).sum()
+    y.add_(1)
+    assert "saved, then modified in place" in draw(z, names={"x": x, "y": y}).dot
+    assert "the node running in this step" in render.to_dot(snapshot(z), highlight=("op1",))
+
+
+def test_watch_marks_the_nodes_backward_ran_in_order():
+    from helpers.graph import watch
+
+    names = seed_graph()
+    d, e = names["d"], names["e"]
+    with watch(d, e, names=names, label="d.backward()") as w:
+        d.backward()
+    ran = w.picture.ran
+    names_of = {op.id: op.name for op in w.after.ops.values()}
+    order = sorted(ran, key=lambda i: ran[i])
+    assert [names_of.get(i, "leaf") for i in order] == ["MeanBackward0", "MulBackward0", "PowBackward0", "leaf"]
+    assert "SumBackward0" not in [names_of[i] for i in ran if i in names_of]   # e's own node did not run
+    assert "ran #1" in w.picture.dot and "ran #4" in w.picture.dot
+    assert "backward ran 4 node(s), in this order: op1 MeanBackward0, op3 MulBackward0, " \
+           "op4 PowBackward0, AccumulateGrad of a" in w.picture.text
+
+
+def test_a_pair_too_wide_side_by_side_is_stacked():
+    from helpers.graph import READABLE_WIDTH_PT, compare, svg_width_pt
+
+    torch.manual_seed(0)
+    xs = [torch.randn(3, requires_grad=True) for _ in range(7)]
+    loss = sum((x.exp() * x.sin()).sum() for x in xs)
+    names = {f"x{i}": x for i, x in enumerate(xs)}
+    before = snapshot(loss, names=names)
+    loss.backward()
+    pic = compare(before, snapshot(loss, names=names))
+    side = render.svg_from_dot(render.pair_dot(before, pic.after))
+    assert svg_width_pt(side) > READABLE_WIDTH_PT                 # side by side: unreadable
+    assert svg_width_pt(pic.svg) < svg_width_pt(side) and pic.dot == pic.alternative
+    assert "stack -> R_" in pic.dot
+    small = compare(*_seed_pair())
+    assert svg_width_pt(small.svg) <= READABLE_WIDTH_PT and "stack" not in small.dot
+
+
+def _seed_pair():
+    names = seed_graph()
+    d, e = names["d"], names["e"]
+    before = snapshot(d, e, names=names)
+    d.backward()
+    return before, snapshot(d, e, names=names)
+
+
+def test_pictures_cap_gradients_and_drop_size_bookkeeping():
+    assert render.short_values("[1, 2, 3, 4, 5, 6] (2, 3)") == "[1, 2, 3, 4, ...] (2, 3)"
+    assert render.short_values("[1, 2, 3, 4]") == "[1, 2, 3, 4]"
+    assert render.short_values("(8, 8) norm 3.2") == "(8, 8) norm 3.2"
+    x = torch.arange(6.0, requires_grad=True)
+    loss = (x * 2).sum()
+    loss.backward()
+    pic = draw(loss, names={"x": x})
+    assert "grad: [2, 2, 2, 2, ...]" in pic.dot and "grad=[2, 2, 2, 2, 2, 2]" in pic.text
+    assert "size value" not in pic.dot and "self_sym_sizes" in pic.text

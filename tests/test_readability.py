@@ -1,0 +1,114 @@
+"""Every picture committed in a notebook is readable at JupyterLab's output width.
+
+JupyterLab shows an output image at its natural size, scaled down to fit the output area
+(about 860 px wide on a laptop). An SVG's natural width is its `width` attribute (Graphviz
+writes points: 1 pt = 4/3 px); its text is drawn in user units of its viewBox. So the
+height of its smallest text on screen is
+
+    smallest font-size x (shown width in px / viewBox width), shown width = min(natural, 860 px)
+
+and it must be at least 9 px. The test reads every SVG a code cell's outputs carry
+(`image/svg+xml`, and SVG images or inline SVG inside `text/html`: the stepper's frames)
+and fails naming the notebook and the cell.
+"""
+from __future__ import annotations
+
+import base64
+import pathlib
+import re
+
+import nbformat
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+OUTPUT_WIDTH_PX = 860
+MIN_TEXT_PX = 9.0
+_UNIT_PX = {"pt": 4 / 3, "px": 1.0, "": 1.0, "in": 96.0, "cm": 96 / 2.54, "mm": 96 / 25.4}
+
+
+def _length_px(value: str) -> float | None:
+    m = re.fullmatch(r"\s*([\d.]+)\s*(pt|px|in|cm|mm|)\s*", value or "")
+    return float(m.group(1)) * _UNIT_PX[m.group(2)] if m else None
+
+
+def svg_text_px(svg: str, width_px: float = OUTPUT_WIDTH_PX) -> tuple:
+    """(smallest text height in px when shown at most `width_px` wide, shown width in px).
+    None for the height when the SVG has no text."""
+    head = re.search(r"<svg\b[^>]*>", svg, re.S)
+    if head is None:
+        raise ValueError("not an SVG")
+    attrs = dict(re.findall(r'([\w:-]+)="([^"]*)"', head.group(0)))
+    view = [float(v) for v in attrs.get("viewBox", "").replace(",", " ").split()] or None
+    natural = _length_px(attrs.get("width", ""))
+    if natural is None:
+        natural = view[2] if view else width_px
+    shown = min(natural, width_px)
+    user_width = view[2] if view else natural
+    # Graphviz scales its drawing with a transform on the first group: scale(s s)
+    scale = re.search(r'<g[^>]*transform="scale\(([\d.]+)', svg)
+    s = float(scale.group(1)) if scale else 1.0
+    sizes = [float(v) for v in re.findall(r'font-size="([\d.]+)', svg)]
+    sizes += [float(v) for v in re.findall(r"font-size:\s*([\d.]+)px", svg)]
+    if not sizes:
+        return None, shown
+    return min(sizes) * s * shown / user_width, shown
+
+
+def svgs_in(output) -> list:
+    """Every SVG document an output carries."""
+    data = output.get("data", {}) if output.get("output_type") in ("display_data", "execute_result") else {}
+    found = []
+    if "image/svg+xml" in data:
+        found.append(data["image/svg+xml"])
+    html = data.get("text/html", "")
+    found += [base64.b64decode(b).decode("utf-8") for b in
+              re.findall(r"data:image/svg\+xml;base64,([A-Za-z0-9+/=]+)", html)]
+    found += re.findall(r"<svg\b.*?</svg>", html, re.S)
+    return found
+
+
+def unreadable(nb) -> list:
+    """['cell 12: 5.4 px text (an SVG 1,917 px wide, shown 860 px wide)', ...]"""
+    out = []
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type != "code":
+            continue
+        for output in cell.outputs:
+            for svg in dict.fromkeys(svgs_in(output)):     # the same picture as SVG and in HTML: once
+                px, shown = svg_text_px(svg)
+                if px is not None and px < MIN_TEXT_PX - 1e-6:
+                    head = cell.source.strip().splitlines()[0][:60] if cell.source.strip() else ""
+                    out.append(f"cell {i} ({head!r}): text {px:.1f} px tall at {shown:.0f} px wide")
+    return out
+
+
+def test_text_height_is_computed_from_width_and_font_size():
+    wide = '<svg width="1720pt" height="10pt" viewBox="0.00 0.00 1720.00 10.00"><text font-size="9.00">x</text></svg>'
+    assert svg_text_px(wide) == pytest.approx((9 * 860 / 1720, 860))     # 4.5 px: unreadable
+    narrow = '<svg width="300pt" height="10pt" viewBox="0 0 300 10"><text font-size="9.00">x</text></svg>'
+    assert svg_text_px(narrow) == pytest.approx((12.0, 400))             # shown at natural size
+    scaled = ('<svg width="300pt" height="10pt" viewBox="0 0 600 20"><g transform="scale(0.5 0.5)">'
+              '<text font-size="20.00">x</text></g></svg>')
+    assert svg_text_px(scaled)[0] == pytest.approx(20 * 0.5 * 400 / 600)
+    assert svg_text_px('<svg width="10pt" viewBox="0 0 10 10"></svg>') == (None, pytest.approx(40 / 3))
+
+
+def test_a_too_wide_picture_names_its_cell():
+    nb = nbformat.v4.new_notebook()
+    svg = '<svg width="1800pt" height="10pt" viewBox="0 0 1800 10"><text font-size="9.00">x</text></svg>'
+    nb.cells = [nbformat.v4.new_markdown_cell("# t"),
+                nbformat.v4.new_code_cell("w", outputs=[nbformat.v4.new_output(
+                    "display_data", data={"image/svg+xml": svg, "text/plain": "w"})])]
+    assert unreadable(nb) == ["cell 1 ('w'): text 4.3 px tall at 860 px wide"]
+    b64 = base64.b64encode(svg.encode()).decode()
+    nb.cells[1].outputs[0]["data"] = {"text/html": f'<img src="data:image/svg+xml;base64,{b64}">'}
+    assert len(unreadable(nb)) == 1
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def test_every_committed_picture_is_readable_at_notebook_width(path):
+    nb = nbformat.read(path, as_version=4)
+    bad = unreadable(nb)
+    assert not bad, (f"{path.name}: pictures whose smallest text is under {MIN_TEXT_PX:g} px at "
+                     f"{OUTPUT_WIDTH_PX} px output width:\n  " + "\n  ".join(bad))
