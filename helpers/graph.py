@@ -48,6 +48,12 @@ def describe(snap: Snapshot) -> str:
     other = f", {n['unreadable']} unreadable" if "unreadable" in n else ""
     lines.append(f"saved tensors: {n['held']} held ({fmt_bytes(b['held'])}), "
                  f"{n['freed']} freed ({fmt_bytes(b['freed'])}){other}")
+    shared = snap.shared_buffers()
+    if shared:
+        u = snap.unique_bytes_by_state()
+        slots = sum(len(v) for v in shared.values())
+        lines.append(f"shared buffers: {len(shared)} buffer(s) saved by {slots} slots; counted once: "
+                     f"{fmt_bytes(u['held'])} held, {fmt_bytes(u['freed'])} freed")
     if snap.truncated:
         more = snap.hidden_count
         plus = "+" if snap.count_capped else ""
@@ -133,7 +139,10 @@ class ComparePicture(Picture):
         self.ran = dict(ran or {})
         text = (f"== {titles[0]} ==\n{describe(before)}\n== {titles[1]} ==\n{describe(after)}\n"
                 f"== change ==\n{changes(before, after)}" + (f"\n{ran_text}" if ran_text else ""))
-        marks = render.Marks(ran=self.ran)
+        was = {t.name: t.grad for t in before.tensors.values()}
+        changed = frozenset(t.id for t in after.tensors.values()
+                            if (t.role is Role.LEAF or t.retains_grad) and t.grad != was.get(t.name))
+        marks = render.Marks(ran=self.ran, changed=changed)
         super().__init__(render.pair_dot(before, after, titles, marks),
                          text, alternative=render.pair_dot(before, after, titles, marks, stacked=True))
 
@@ -143,7 +152,11 @@ def changes(before: Snapshot, after: Snapshot) -> str:
     lines = []
     freed = after.freed_since(before)
     if freed:
-        total = sum(s.nbytes or 0 for _, s in freed)
+        biggest: dict = {}        # a buffer several freed slots held counts once
+        for i, (_, sv) in enumerate(freed):
+            key = sv.storage if sv.storage is not None else i
+            biggest[key] = max(biggest.get(key, 0), sv.nbytes or 0)
+        total = sum(biggest.values())
         lines.append(f"freed {len(freed)} saved tensor(s), {fmt_bytes(total)}: "
                      + ", ".join(f"{op.name}.{s.slot}" for op, s in freed))
     else:

@@ -29,6 +29,7 @@ VALUE = "#666666"
 HIGHLIGHT = "#ffb703"
 MODIFIED = "#b35c00"
 RAN = "#6a3d9a"
+CHANGED = "#0b62a4"
 CLUSTER = "#7a8a9a"
 
 DOT_TIMEOUT_S = 60
@@ -65,6 +66,7 @@ class Marks:
 
     highlight: frozenset = frozenset()
     ran: Mapping[str, tuple[int, ...]] = field(default_factory=dict)   # id -> (k, ...): ran k-th
+    changed: frozenset = frozenset()   # tensor ids whose .grad changed (thick blue frame, bold grad)
 
 
 NO_MARKS = Marks()
@@ -79,7 +81,8 @@ def _ran_badge(order) -> str:
     return f'&#160;<FONT COLOR="{RAN}" POINT-SIZE="10"><B>ran {text}</B></FONT>'
 
 
-def _op_label(op, highlight=False, ran=None) -> str:
+def _op_label(op, highlight=False, ran=None, shared=frozenset()) -> str:
+    """shared: the slots of this op whose buffer another slot holds too ('shared buffer')."""
     freed = sum(1 for s in op.saved if s.state is SavedState.FREED)
     border = RAN if ran is not None else (FREED if freed else "#555555")
     fill = HIGHLIGHT if highlight else OP
@@ -89,7 +92,8 @@ def _op_label(op, highlight=False, ran=None) -> str:
             size = "" if s.shape is None else f" {fmt_shape(s.shape)} {fmt_bytes(s.nbytes)}"
             size = (f" {s.alias_note()}" if s.alias else "") + size
             rows.append(f'<TR><TD ALIGN="LEFT"><FONT COLOR="{FREED}" POINT-SIZE="10">'
-                        f'<S>saved {esc(s.slot)}{esc(size)}</S>&#160;&#160;<B>FREED</B></FONT></TD></TR>')
+                        f'<S>saved {esc(s.slot)}{esc(size)}</S>&#160;&#160;<B>FREED</B>'
+                        f'{_SHARED if s.slot in shared else ""}</FONT></TD></TR>')
         elif s.is_tensor and s.modified:  # held, but changed in place since it was saved
             alias = f" {s.alias_note()}" if s.alias else ""
             size = "" if s.shape is None else f": {fmt_shape(s.shape)} {s.dtype} {fmt_bytes(s.nbytes)}"
@@ -103,11 +107,14 @@ def _op_label(op, highlight=False, ran=None) -> str:
             alias = f" {s.alias_note()}" if s.alias else ""
             rows.append(f'<TR><TD ALIGN="LEFT"><FONT COLOR="{HELD}" POINT-SIZE="10">'
                         f'saved {esc(s.slot)}{esc(alias)}: {fmt_shape(s.shape)} {s.dtype} '
-                        f'{fmt_bytes(s.nbytes)}</FONT></TD></TR>')  # shape, dtype, size: safe text
+                        f'{fmt_bytes(s.nbytes)}{_SHARED if s.slot in shared else ""}</FONT></TD></TR>')
     rows.extend(_value_rows([s for s in op.saved if not s.is_tensor and s.state is SavedState.VALUE]))
     width = "2" if ran is not None else "1"
     return (f'<<TABLE BORDER="{width}" CELLBORDER="0" CELLSPACING="0" CELLPADDING="3" COLOR="{border}">'
             + "".join(rows) + "</TABLE>>")
+
+
+_SHARED = f'&#160;<FONT COLOR="{VALUE}"><I>shared buffer</I></FONT>'
 
 
 def _value_rows(values: list[Saved]) -> list[str]:
@@ -148,19 +155,22 @@ def _param_label(t, highlight=False, ran=None) -> str:
             f"{fmt_shape(t.shape)} · {grad}</FONT>{_ran_badge(ran)}</TD></TR></TABLE>>")
 
 
-def _tensor_label(t, highlight=False, ran=None) -> str:
+def _tensor_label(t, highlight=False, ran=None, changed=False) -> str:
     fill = HIGHLIGHT if highlight else (LEAF if t.role is Role.LEAF else NAMED)
     rows = [f"<TR><TD><B>{esc(t.name)}</B>{_ran_badge(ran)}</TD></TR>",
             f'<TR><TD><FONT POINT-SIZE="10">{fmt_shape(t.shape)} {t.dtype}</FONT></TD></TR>']
+    grad = esc(short_values(t.grad))
+    if changed:
+        grad = f'<FONT COLOR="{CHANGED}"><B>{grad}</B>&#160;(changed)</FONT>'
     if t.role is Role.LEAF:
-        rows.append(f'<TR><TD><FONT POINT-SIZE="10">grad: {esc(short_values(t.grad))}</FONT></TD></TR>')
+        rows.append(f'<TR><TD><FONT POINT-SIZE="10">grad: {grad}</FONT></TD></TR>')
     elif t.retains_grad:
-        rows.append(f'<TR><TD><FONT POINT-SIZE="10">retains grad: {esc(short_values(t.grad))}</FONT></TD></TR>')
+        rows.append(f'<TR><TD><FONT POINT-SIZE="10">retains grad: {grad}</FONT></TD></TR>')
     else:
         rows.append(f'<TR><TD><FONT POINT-SIZE="10" COLOR="{VALUE}">'
                     '<I>grad: not kept (non-leaf)</I></FONT></TD></TR>')
-    color = f' COLOR="{RAN}"' if ran is not None else ""
-    width = "2" if ran is not None else "1"
+    color = f' COLOR="{CHANGED}"' if changed else (f' COLOR="{RAN}"' if ran is not None else "")
+    width = "3" if changed else ("2" if ran is not None else "1")
     return (f'<<TABLE BORDER="{width}" CELLBORDER="0" CELLSPACING="0" CELLPADDING="2" BGCOLOR="{fill}"{color}>'
             + "".join(rows) + "</TABLE>>")
 
@@ -257,14 +267,18 @@ def add_snapshot(g: graphviz.Digraph, snap: Snapshot, prefix: str = "", highligh
     highlight = set(highlight) | set(marks.highlight)
     ran = marks.ran
     lines: dict[str, str] = {}
+    shared: dict[str, set] = {}
+    for slots in snap.shared_buffers().values():
+        for op, sv in slots:
+            shared.setdefault(op.id, set()).add(sv.slot)
     for op in snap.ops.values():
-        lines[op.id] = (f"\t{prefix}{op.id} [label={_op_label(op, op.id in highlight, ran.get(op.id))} "
-                        "margin=0 shape=plaintext]\n")
+        label = _op_label(op, op.id in highlight, ran.get(op.id), shared.get(op.id, frozenset()))
+        lines[op.id] = f"\t{prefix}{op.id} [label={label} margin=0 shape=plaintext]\n"
     params = grouping.params if grouping is not None else ()
     for t in snap.tensors.values():
-        label = _param_label if t.id in params else _tensor_label
-        lines[t.id] = (f"\t{prefix}{t.id} [label={label(t, t.id in highlight, ran.get(t.id))} "
-                       "margin=0 shape=plaintext]\n")
+        label = (_param_label(t, t.id in highlight, ran.get(t.id)) if t.id in params else
+                 _tensor_label(t, t.id in highlight, ran.get(t.id), t.id in marks.changed))
+        lines[t.id] = f"\t{prefix}{t.id} [label={label} margin=0 shape=plaintext]\n"
     far = far_leaf_uses(snap) if refs else set()
     edges = []
     for a, b in snap.edges:
@@ -341,10 +355,14 @@ def _features(snaps, marks: Marks, grouping=None) -> list[str]:
         present.append("freed")
     if any(s.modified for s in saved):
         present.append("modified")
+    if any(snap.shared_buffers() for snap in snaps):
+        present.append("shared")
     if marks.highlight:
         present.append("running")
     if marks.ran:
         present.append("ran")
+    if marks.changed:
+        present.append("changed")
     if any(far_leaf_uses(snap) for snap in snaps):
         present.append("ref")
     if grouping is not None and grouping.clusters:
@@ -361,8 +379,10 @@ _LEGEND_ENTRIES = {
     "held": (f'BGCOLOR="{HELD}"', "saved tensor held in memory"),
     "freed": (f'BGCOLOR="{FREED}"', "saved tensor FREED by backward"),
     "modified": (f'BGCOLOR="{MODIFIED}"', "saved, then modified in place"),
+    "shared": (f'BGCOLOR="{VALUE}"', "shared buffer: one buffer, several slots (counted once)"),
     "running": (f'BGCOLOR="{HIGHLIGHT}"', "the node running in this step"),
     "ran": (f'BGCOLOR="{RAN}"', "ran #k: ran in this backward, k-th"),
+    "changed": (f'BGCOLOR="{CHANGED}"', ".grad changed by this call"),
     "ref": (f'BGCOLOR="{LEAF}" STYLE="dashed" BORDER="1"', "same leaf, drawn again near a far use"),
     "module": (f'COLOR="{CLUSTER}" STYLE="rounded" BORDER="1"', "module call: saved bytes held / freed"),
     "more": (f'COLOR="{FREED}" STYLE="dashed" BORDER="1"', "nodes beyond max_nodes, counted"),

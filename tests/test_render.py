@@ -233,3 +233,40 @@ def test_pictures_cap_gradients_and_drop_size_bookkeeping():
     pic = draw(loss, names={"x": x})
     assert "grad: [2, 2, 2, 2, ...]" in pic.dot and "grad=[2, 2, 2, 2, 2, 2]" in pic.text
     assert "size value" not in pic.dot and "self_sym_sizes" in pic.text
+
+
+def test_one_buffer_saved_by_two_slots_is_said_and_counted_once():
+    from helpers.graph import watch
+
+    x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = x * 2
+    loss = (y * y).sum()           # MulBackward0 saves y as self and as other: one buffer
+    with watch(loss, names={"x": x, "y": y, "loss": loss}) as w:
+        loss.backward()
+    snap = w.before
+    (slots,) = snap.shared_buffers().values()
+    assert sorted(s.slot for _, s in slots) == ["other", "self"]
+    assert snap.bytes_by_state()["held"] == 32 and snap.unique_bytes_by_state()["held"] == 20   # 12 + 8
+    assert "shared buffers: 1 buffer(s) saved by 2 slots; counted once: 20 B held, 0 B freed" in w.picture.text
+    assert "shared buffers: 1 buffer(s) saved by 2 slots; counted once: 0 B held, 20 B freed" in w.picture.text
+    assert "freed 3 saved tensor(s), 20 B:" in w.picture.text
+    assert w.picture.dot.count("<I>shared buffer</I>") == 4 and "counted once)" in w.picture.dot
+    e = x.exp()                    # ExpBackward0 saves its result, and the product saves it again
+    assert len(snapshot(e * x).shared_buffers()) == 1
+    z = (x * torch.ones(3, requires_grad=True)).sum()    # two different tensors: nothing said
+    assert not snapshot(z).shared_buffers() and "shared buffer" not in draw(z).dot + draw(z).text
+
+
+def test_the_box_whose_grad_changed_is_marked():
+    from helpers.graph import watch
+
+    x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    w_ = torch.tensor([1.0, 1.0, 1.0], requires_grad=True)
+    y = x * 2
+    y.retain_grad()
+    loss = (y * y).sum() + (w_.detach() * 0).sum()
+    with watch(loss, names={"x": x, "y": y, "w": w_, "loss": loss}) as w:
+        loss.backward()
+    assert w.picture.dot.count("(changed)</FONT>") == 2 and ".grad changed by this call" in w.picture.dot
+    right = w.picture.dot.split("cluster_R")[1]
+    assert re.search(r"<B>x</B>.*?\(changed\)", right) and "(changed)" not in w.picture.dot.split("cluster_R")[0]
