@@ -81,15 +81,16 @@ def svg_width_pt(svg: str) -> float:
 class Picture:
     """Something that shows as SVG in JupyterLab and as stable text elsewhere.
 
-    alternative: another DOT source of the same picture (before/after stacked instead of side
-    by side), used when the first one lays out wider than READABLE_WIDTH_PT and it is narrower.
-    `dot` is then the source actually drawn.
+    alternative: DOT sources of pictures to stack, one above the other, instead (before above
+    after), used when the first one lays out wider than READABLE_WIDTH_PT and that is narrower.
+    `dot` is then the sources actually drawn, and `stacked` is True.
     """
 
-    def __init__(self, dot_source: str, text: str, alternative: str | None = None):
+    def __init__(self, dot_source: str, text: str, alternative: tuple[str, ...] | None = None):
         self.dot = dot_source
         self.text = text
         self.alternative = alternative
+        self.stacked = False
         self._svg = None
 
     @property
@@ -97,9 +98,10 @@ class Picture:
         if self._svg is None:
             svg = render.svg_from_dot(self.dot)
             if self.alternative is not None and svg_width_pt(svg) > READABLE_WIDTH_PT:
-                other = render.svg_from_dot(self.alternative)
+                other = render.stack_svgs([render.svg_from_dot(d) for d in self.alternative])
                 if svg_width_pt(other) < svg_width_pt(svg):
-                    svg, self.dot = other, self.alternative
+                    svg, self.stacked = other, True
+                    self.dot = "\n".join(self.alternative)   # what was drawn: the pictures stacked
             self._svg = svg
         return self._svg
 
@@ -144,7 +146,7 @@ class ComparePicture(Picture):
                             if (t.role is Role.LEAF or t.retains_grad) and t.grad != was.get(t.name))
         marks = render.Marks(ran=self.ran, changed=changed)
         super().__init__(render.pair_dot(before, after, titles, marks),
-                         text, alternative=render.pair_dot(before, after, titles, marks, stacked=True))
+                         text, alternative=render.stacked_dots(before, after, titles, marks))
 
 
 def changes(before: Snapshot, after: Snapshot) -> str:

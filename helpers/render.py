@@ -10,6 +10,7 @@ import base64
 import contextlib
 import html
 import os
+import re
 import shutil
 import subprocess
 from collections.abc import Mapping
@@ -453,6 +454,44 @@ def pair_dot(left: Snapshot, right: Snapshot, titles=("before", "after"), marks:
         g.body.extend(f"\tL_{s} -> stack [style=invis]\n" for s in sinks)
         _above_all(g.body, "stack", right, "R_")
     return g.source
+
+
+def stacked_dots(left: Snapshot, right: Snapshot, titles=("before", "after"),
+                 marks: Marks = NO_MARKS) -> tuple[str, str]:
+    """The pair as two pictures laid out apart, to be stacked (stack_svgs): one layout of both
+    puts the second beside the first's widest rank, not under it. The legend, for both, goes
+    under the second."""
+    top = to_dot(left, titles[0], legend=False)
+    bottom = new_digraph(titles[1])
+    add_snapshot(bottom, right, marks=marks)
+    bottom.attr(label=legend_label(_features([left, right], marks)), labelloc="b", labeljust="l")
+    bottom.body.insert(0, f"\ttitle [label=<<B>{esc(titles[1])}</B>> shape=plaintext fontsize=12]\n")
+    _above_all(bottom.body, "title", right, "")
+    return top, bottom.source
+
+
+_SVG_HEAD = re.compile(r'<svg width="([\d.]+)pt" height="([\d.]+)pt"\s+viewBox="([^"]*)"')
+
+
+def stack_svgs(svgs: list[str], gap_pt: float = 12.0) -> str:
+    """Graphviz SVGs one above the other, left-aligned, in one SVG (each keeps its own
+    coordinates inside a nested <svg>)."""
+    parts, y, width = [], 0.0, 0.0
+    for svg in svgs:
+        m = _SVG_HEAD.search(svg)
+        w, h = float(m.group(1)), float(m.group(2))
+        body = svg[m.start():]
+        body = body.replace(m.group(0), f'<svg x="0" y="{y:.2f}" width="{w:.2f}" height="{h:.2f}" '
+                                         f'viewBox="{m.group(3)}"', 1)
+        body = re.sub(r"<!--.*?-->", "", body, flags=re.S)
+        parts.append(body.strip())
+        y += h + gap_pt
+        width = max(width, w)
+    height = y - gap_pt
+    return ('<?xml version="1.0" encoding="UTF-8" standalone="no"?>\n'
+            f'<svg width="{width:.0f}pt" height="{height:.0f}pt" viewBox="0.00 0.00 {width:.2f} {height:.2f}" '
+            'xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink">\n'
+            + "\n".join(parts) + "\n</svg>\n")
 
 
 def _sinks(snap: Snapshot) -> list[str]:

@@ -6,6 +6,7 @@ import re
 import subprocess
 import sys
 
+import pytest
 import torch
 from autograd_programs import seed_graph
 from hypothesis import given, settings
@@ -201,7 +202,7 @@ def test_a_pair_too_wide_side_by_side_is_stacked():
     from helpers.graph import READABLE_WIDTH_PT, compare, svg_width_pt
 
     torch.manual_seed(0)
-    xs = [torch.randn(3, requires_grad=True) for _ in range(7)]
+    xs = [torch.randn(3, requires_grad=True) for _ in range(4)]
     loss = sum((x.exp() * x.sin()).sum() for x in xs)
     names = {f"x{i}": x for i, x in enumerate(xs)}
     before = snapshot(loss, names=names)
@@ -209,10 +210,12 @@ def test_a_pair_too_wide_side_by_side_is_stacked():
     pic = compare(before, snapshot(loss, names=names))
     side = render.svg_from_dot(render.pair_dot(before, pic.after))
     assert svg_width_pt(side) > READABLE_WIDTH_PT                 # side by side: unreadable
-    assert svg_width_pt(pic.svg) < svg_width_pt(side) and pic.dot == pic.alternative
-    assert "stack -> R_" in pic.dot
+    assert svg_width_pt(pic.svg) < svg_width_pt(side) and pic.stacked
+    assert pic.dot == "\n".join(pic.alternative) and pic.svg.count("<svg") == 3     # two, nested
+    top, bottom = (svg_width_pt(render.svg_from_dot(d)) for d in pic.alternative)
+    assert svg_width_pt(pic.svg) == pytest.approx(max(top, bottom), abs=1)
     small = compare(*_seed_pair())
-    assert svg_width_pt(small.svg) <= READABLE_WIDTH_PT and "stack" not in small.dot
+    assert svg_width_pt(small.svg) <= READABLE_WIDTH_PT and not small.stacked
 
 
 def _seed_pair():
