@@ -407,7 +407,7 @@ def new_digraph(title: str | None = None) -> graphviz.Digraph:
     # minutes at 300 nodes and freeze the kernel (bash scripts/bench measures the layout).
     g = graphviz.Digraph(graph_attr={"rankdir": "TB", "fontname": "Helvetica", "fontsize": "11",
                                      "nodesep": "0.25", "ranksep": "0.3",
-                                     "nslimit": "2", "nslimit1": "2"},
+                                     "nslimit": "2", "nslimit1": "2", "ordering": "out"},
                          node_attr={"fontname": "Helvetica", "fontsize": "11"},
                          edge_attr={"arrowsize": "0.6", "color": "#555555"})
     if title:
