@@ -9,8 +9,10 @@ import pytest
 def pytest_collectstart(collector):
     # Graphviz SVG differs between engine builds and fonts, matplotlib SVG embeds a date:
     # never byte-compare SVG. Every picture's structure is compared through its text/plain.
-    # (SVG images inside text/html, the stepper's static frames, are blanked by a rule in
-    # tests/nbval_sanitize.cfg instead, so the captions around them are still compared.)
+    # Our pictures put their SVG only in text/html, as an <img> (README, "Stable outputs":
+    # what each front-end shows); tests/nbval_sanitize.cfg blanks its data there, so alt texts
+    # and captions are still compared. Raw image/svg+xml (notebooks saved before that, or an
+    # SVG a cell displays itself) is skipped here.
     # skip_compare is nbval's own attribute (private): tests/test_internals.py fails, saying
     # what to look at, if an nbval upgrade renames it or stops honouring it.
     if collector.fspath and collector.fspath.ext == ".ipynb":

@@ -95,10 +95,13 @@ QUOTES: dict[str, Quote] = _q(
      "false if 'gradient information' means the gradients: the conv layers' .grad is kept (and accumulates); "
      "true if it means what is needed to compute them: the conv layers' saved tensors are freed, which is "
      "why the second branch's backward fails", NB09, "1"),
-    ("004-b", "the second branch's convolutional computations [...] will not contain a graph anymore! [...] "
-     "Pytorch will throw an error since it cannot find a graph connecting the input to the output", "partly",
-     "it does throw, but because the saved tensors on that path were freed: the path to the input is all "
-     "there", NB09, "1"),
+    ("004-j", "the second branch's convolutional computations (since these are the only ones shared with the "
+     "other branch) will not contain a graph anymore!", "false",
+     "every node and edge of the second branch's path to the input is still there after the first "
+     "backward; only the tensors those nodes saved are gone", NB09, "1"),
+    ("004-b", "Pytorch will throw an error since it cannot find a graph connecting the input to the output",
+     "partly", "it does throw, but because the saved tensors on that path were freed: the path to the input "
+     "is all there", NB09, "1"),
     ("004-c", "If you retain the graph at all backward passes, the implicit graph definitions attached to the "
      "output variables will never be freed", "partly",
      "backward(retain_graph=True) does not free it, but the graph is freed like any object once nothing "
@@ -190,17 +193,19 @@ QUOTES: dict[str, Quote] = _q(
      "even 2 optimizer) to compute step-size based on the grads, for params which l1 and l2 owns in public, "
      "maybe the step-size is depended on l2 loss(which computes later).", "partly",
      "with one step after both backward calls the update is the summed one; only a step after each loss "
-     "changes it", NB03, "4.4"),
-    ("004-e", "we can solve the problem by simple retaining the graph on the first backward pass. The graph "
-     "will then not be consumed, but only be consumed by the first backward pass that does not require to "
-     "retain it.", "partly",
+     "changes it", NB03, "4.2"),
+    ("004-k", "we can solve the problem by simple retaining the graph on the first backward pass", "true",
+     "with retain_graph=True on the first loss's backward, the second loss's backward through the shared "
+     "trunk works", NB09, "3"),
+    ("004-e", "The graph will then not be consumed, but only be consumed by the first backward pass that does "
+     "not require to retain it.", "partly",
      "retaining on the first call works, but the last call frees only the saved tensors of the nodes it "
      "runs: the other head's stay alive until its loss is dropped", NB03, "1"),
     ("004-g", "First (which would probably be the best thing here [...]), we simply compute a loss on both "
      "assessments and sum the loss, and then backpropagate. However, there's another scenario - in which we "
      "want to do this sequentially.", "true",
      "summing is the better default (same gradients, one trunk traversal); sequential backward has its "
-     "uses, such as treating each loss's gradient separately", NB03, "5.2"),
+     "uses, such as treating each loss's gradient separately", NB03, "5"),
     # ---- retain_grad() (proved in 04 §8, a Going deeper section)
     ("003-1", "If placed *after*, the gradient will be released *before* it can be used, causing errors.",
      "false", "after the ops that use y it works; only after backward() is it too late, and then y.grad is "

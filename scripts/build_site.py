@@ -11,7 +11,9 @@ require.js, MathJax, mermaid and widget-manager tags are left out), math is turn
 MathML at build time (browsers render it natively), pictures are the SVG/PNG already in
 the notebooks. Notebook links become page links, `README.md` becomes the contents page,
 links to other repository files point to plain-text copies under `_repo/`.
-Hidden-source cells (the exercise solutions) stay collapsed in a <details> element.
+Folded as in JupyterLab: a "Going deeper" section (GUIDE.md) becomes a closed <details> whose
+summary is its heading, and a cell with hidden source (check cells, solutions) shows its code in
+a closed <details>; their outputs stay visible.
 """
 from __future__ import annotations
 
@@ -24,12 +26,13 @@ import sys
 import time
 
 import jinja2
+import nbformat
 from nbconvert import HTMLExporter, TemplateExporter
 from nbconvert.filters.highlight import Highlight2HTML
 from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
 from nbconvert.filters.widgetsdatatypefilter import WidgetsDataTypeFilter
 
-from scripts import BUILD, ROOT, nav  # nav: notebook order, titles, contents table
+from scripts import BUILD, ROOT, lengths, nav  # nav: notebook order, titles; lengths: Going deeper
 
 DEFAULT_OUT = BUILD / "site"
 
@@ -41,6 +44,13 @@ SITE_CSS = """
 .bt-nav .bt-here { color: #555; }
 details.bt-hidden-source { margin: 4px 0 4px 64px; }
 details.bt-hidden-source > summary { cursor: pointer; color: #555; font: 13px system-ui, sans-serif; }
+details.bt-deeper { border-left: 3px solid #d0d7de; margin: 0.5em 0; }
+details.bt-deeper > summary { cursor: pointer; padding-left: 76px; }
+details.bt-deeper > summary > div { display: inline-block; padding: 0; }
+details.bt-deeper > summary :is(h2, h3, h4) { display: inline; margin: 0; }
+details.bt-deeper > summary::after { content: " (folded: click to open)"; color: #555;
+                                     font: 13px system-ui, sans-serif; }
+details.bt-deeper[open] > summary::after { content: ""; }
 math[display="block"] { margin: 0.6em 0; }
 """
 
@@ -80,6 +90,16 @@ TEMPLATE = r"""
 {%- if height is not none %} height={{ height | escape_html }}{% endif %} class="">
 </div>
 {%- endblock data_png %}
+{% block any_cell scoped -%}
+{#- Going deeper sections, marked by fold_going_deeper(): closed <details>, the heading as summary -#}
+{%- for _ in range(cell.metadata.get('bt_close_before', 0)) %}</details>{% endfor -%}
+{%- if cell.metadata.get('bt_deeper') -%}
+<details class="bt-deeper"><summary><div class="jp-RenderedHTMLCommon jp-RenderedMarkdown">
+{{- cell.metadata.bt_deeper | markdown2html -}}</div></summary>
+{%- endif -%}
+{{ super() }}
+{%- for _ in range(cell.metadata.get('bt_close_after', 0)) %}</details>{% endfor -%}
+{%- endblock any_cell %}
 {% block input_group -%}
 {%- if cell.metadata.get('jupyter', {}).get('source_hidden') -%}
 <details class="bt-hidden-source"><summary>Hidden code: click to show</summary>
@@ -146,6 +166,53 @@ class SiteExporter(HTMLExporter):
 _IMG_NO_ALT = re.compile(r"<img(?![^>]*\balt=)(\s[^>]*)?>")
 # the cell input wrapper and every output div of the lab template (as nbconvert marks them)
 _FOCUSABLE = re.compile(r'(<div class="(?:jp-Cell-inputWrapper|[^"]*\bjp-OutputArea-output\b[^"]*)")(?![^>]*tabindex)')
+
+
+def fold_going_deeper(nb) -> int:
+    """Mark each Going deeper section for the template; returns how many there are.
+
+    A section starts at a heading whose text starts with "Going deeper" and ends before the next
+    heading of the same or a higher level (as JupyterLab folds a collapsed heading). A markdown
+    cell is split where such a heading sits inside it, so a section opens and closes between
+    cells. The opening heading becomes the <details> summary (metadata bt_deeper) and leaves its
+    cell; bt_close_before / bt_close_after count the sections that end around a cell."""
+    cells, open_levels, sections = [], [], 0
+    for cell in nb.cells:
+        pieces = [cell]
+        if cell.cell_type == "markdown":
+            lines, cuts = cell.source.splitlines(), [0]
+            for k, (line, is_text) in enumerate(lengths.outside_fences(lines)):
+                m = lengths.HEADING.match(line) if is_text and k > 0 else None
+                if m and ((open_levels and len(m.group(1)) <= open_levels[-1])
+                          or lengths.GOING_DEEPER.match(m.group(2))):
+                    cuts.append(k)
+            if len(cuts) > 1:
+                pieces = []
+                for a, b in zip(cuts, cuts[1:] + [len(lines)]):
+                    piece = nbformat.v4.new_markdown_cell("\n".join(lines[a:b]))
+                    piece.metadata = dict(cell.metadata) if a == 0 else {}
+                    piece.attachments = cell.get("attachments", {})
+                    pieces.append(piece)
+        for piece in pieces:
+            m = lengths.HEADING.match(piece.source.split("\n", 1)[0]) if piece.cell_type == "markdown" else None
+            if m:
+                level, closed = len(m.group(1)), 0
+                while open_levels and level <= open_levels[-1]:
+                    open_levels.pop()
+                    closed += 1
+                if closed:
+                    piece.metadata["bt_close_before"] = closed
+                if lengths.GOING_DEEPER.match(m.group(2)):
+                    open_levels.append(level)
+                    sections += 1
+                    heading, _, rest = piece.source.partition("\n")
+                    piece.metadata["bt_deeper"] = heading
+                    piece.source = rest
+            cells.append(piece)
+    if open_levels and cells:
+        cells[-1].metadata["bt_close_after"] = len(open_levels)
+    nb.cells = cells
+    return sections
 
 
 def exporter() -> SiteExporter:
@@ -233,6 +300,7 @@ def build(out: pathlib.Path = DEFAULT_OUT, only=None) -> list:
             continue
         nb.metadata["title"] = it["title"]
         nb.metadata.pop("widgets", None)     # a widget view falls back to the output's static form
+        fold_going_deeper(nb)
         resources = {"metadata": {"name": it["title"], "path": str(nav.NB_DIR)}, "bt_css": SITE_CSS,
                      "bt_nav_top": nav_bar(items, i, "top"), "bt_nav_bottom": nav_bar(items, i, "bottom")}
         body, _ = exp.from_notebook_node(nb, resources=resources)

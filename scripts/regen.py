@@ -45,7 +45,7 @@ def regen(path: pathlib.Path) -> float:
 def main(args):
     paths = [pathlib.Path(a).resolve() for a in args] or notebooks()
     for p in paths:
-        print(f"{p.relative_to(ROOT)}: {regen(p):.1f} s", flush=True)
+        print(f"{p.relative_to(ROOT) if p.is_relative_to(ROOT) else p}: {regen(p):.1f} s", flush=True)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,6 @@
 """helpers.graph: draw, compare and watch, and their text form (freed vs held around backward, the cap)."""
+import base64
+import re
 
 import pytest
 import torch
@@ -17,6 +19,15 @@ def saved_states(snap):
 
 
 # ---------------------------------------------------------------- structure
+def test_a_picture_stores_its_svg_once_as_an_image_every_front_end_shows():
+    t = seed_graph()
+    bundle = draw(t["d"], t["e"], names=t)._repr_mimebundle_()
+    assert set(bundle) == {"text/plain", "text/html"}          # no second copy as image/svg+xml
+    assert bundle["text/html"].startswith('<img alt="leaf a (1, 4) float32 grad=None" src="data:image/svg+xml;base64,')
+    svg = base64.b64decode(re.search(r"base64,([^\"]+)", bundle["text/html"]).group(1)).decode()
+    assert "<svg" in svg and "PowBackward0" in svg
+
+
 def test_text_is_deterministic_and_has_no_addresses():
     texts = []
     for _ in range(2):

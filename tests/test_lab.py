@@ -157,8 +157,8 @@ def test_notebook_runs_in_jupyterlab_and_the_stepper_answers_clicks(lab, browser
     print(f"JupyterLab check in {time.perf_counter() - start:.1f} s (after the server was up)")
 
 
-# How JupyterLab shows a picture: raw SVG when trusted (an <img> inside .jp-RenderedSVG), or
-# our text/html copy, an <img> of the same SVG (trusted or not: html ranks first).
+# How JupyterLab shows a picture: our text/html, an <img> of the SVG (trusted or not: html
+# ranks first); raw SVG (an <img> inside .jp-RenderedSVG) only for outputs that carry it.
 GRAPHS = (".jp-RenderedSVG img, .jp-RenderedSVG svg, "
           ".jp-RenderedHTMLCommon > img[src^='data:image/svg+xml']")
 
@@ -169,7 +169,9 @@ def drive_jupyterlab(page, port, token):
     nb = nbformat.read(NOTEBOOK, as_version=4)
     code = [c for c in nb.cells if c.cell_type == "code"]
     n_shown = sum(1 for c in code if not c.metadata.get("jupyter", {}).get("source_hidden"))
-    n_svg = sum(1 for c in nb.cells for o in c.get("outputs", []) if "image/svg+xml" in o.get("data", {}))
+    n_svg = sum(1 for c in nb.cells for o in c.get("outputs", [])             # graphs: an <img> of SVG
+                if "".join(o.get("data", {}).get("text/html", "")).startswith("<img")
+                or "image/svg+xml" in o.get("data", {}))
     page_errors = []
     page.on("pageerror", lambda e: page_errors.append(str(e)))
     local = f"http://127.0.0.1:{port}/"

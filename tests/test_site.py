@@ -37,15 +37,18 @@ def page_of(nb_path) -> str:
 
 
 def expected_pictures(nb) -> int:
-    """Graph/chart outputs the page must show: SVG and PNG outputs, plus every stepper frame."""
+    """Graph/chart outputs the page must show: PNG charts, and every SVG, as raw image/svg+xml
+    or as an <img> in text/html (a graph, or each frame of a stepper)."""
     n = 0
     for cell in nb.cells:
         for out in cell.get("outputs", []):
             data = out.get("data", {})
-            if "image/svg+xml" in data or "image/png" in data:
+            if "image/png" in data:
                 n += 1
-            elif STEPPER_STATIC in data.get("text/html", ""):
+            elif "data:image/svg+xml" in data.get("text/html", ""):
                 n += data["text/html"].count("data:image/svg+xml")
+            elif "image/svg+xml" in data:
+                n += 1
     return n
 
 
@@ -72,8 +75,77 @@ def test_pages_need_no_network_and_keep_solutions_folded(site):
             assert "<math" in text, f"{nb_path.name}: math not converted to MathML"
 
 
+def going_deeper_headings(nb) -> list[str]:
+    """The text of every Going deeper heading in the notebook's markdown (scripts/lengths.py's rule)."""
+    from scripts import lengths
+
+    found = []
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            for line, is_text in lengths.outside_fences(cell.source.splitlines()):
+                m = lengths.HEADING.match(line) if is_text else None
+                if m and lengths.GOING_DEEPER.match(m.group(2)):
+                    found.append(m.group(2))
+    return found
+
+
+def test_going_deeper_sections_and_check_cell_code_are_folded_outputs_are_not(site):
+    sections = 0
+    for nb_path in NOTEBOOKS:
+        nb = nbformat.read(nb_path, as_version=4)
+        text = (site / page_of(nb_path)).read_text()
+        headings = going_deeper_headings(nb)
+        summaries = re.findall(r'<details class="bt-deeper"><summary>(.*?)</summary>', text, re.S)
+        assert len(summaries) == len(headings), f"{nb_path.name}: {len(summaries)} folded, {len(headings)} sections"
+        for heading, summary in zip(headings, summaries):
+            plain = re.sub(r"<[^>]+>", "", summary).replace("&#182;", "")
+            assert re.sub(r"[`*]", "", heading) in plain.replace("&#39;", "'"), (nb_path.name, heading)
+        assert text.count("<details") == text.count("</details>"), nb_path.name
+        for code in re.findall(r'<details class="bt-hidden-source">(.*?)</details>', text, re.S):
+            assert "jp-OutputArea" not in code, f"{nb_path.name}: an output folded with hidden code"
+        sections += len(headings)
+    assert sections > 0, "no notebook has a Going deeper section: nothing was checked"
+
+
+def test_fold_going_deeper_on_a_built_notebook():
+    from scripts import build_site  # here, not at the top: nbconvert's import is slow for every worker
+
+    md, code = nbformat.v4.new_markdown_cell, nbformat.v4.new_code_cell
+    nb = nbformat.v4.new_notebook(cells=[
+        md("## 1. Core\ntext"),
+        md("### Going deeper: outer\nfolded text\n#### a sub-heading stays inside"),
+        code("x = 1"),
+        md("more\n### Going deeper: inner sibling\nnext section"),   # closes outer, opens another
+        code("y = 2"),
+        md("end of it\n## 2. Back\ncore again"),                      # a heading mid-cell closes it
+        md("## Going deeper: last\nto the end"),
+        code("z = 3"),
+    ])
+    assert build_site.fold_going_deeper(nb) == 3
+    marks = [(c.source, c.metadata.get("bt_deeper"), c.metadata.get("bt_close_before", 0),
+              c.metadata.get("bt_close_after", 0)) for c in nb.cells]
+    assert marks == [
+        ("## 1. Core\ntext", None, 0, 0),
+        ("folded text\n#### a sub-heading stays inside", "### Going deeper: outer", 0, 0),
+        ("x = 1", None, 0, 0),
+        ("more", None, 0, 0),
+        ("next section", "### Going deeper: inner sibling", 1, 0),
+        ("y = 2", None, 0, 0),
+        ("end of it", None, 0, 0),
+        ("## 2. Back\ncore again", None, 1, 0),
+        ("to the end", "## Going deeper: last", 0, 0),
+        ("z = 3", None, 0, 1),
+    ]
+    body, _ = build_site.exporter().from_notebook_node(nb, resources={
+        "metadata": {"name": "x"}, "bt_css": "", "bt_nav_top": "", "bt_nav_bottom": ""})
+    assert body.count('<details class="bt-deeper">') == 3 and body.count("</details>") == 3
+    assert re.search(r'<summary><div[^>]*><h3 id="Going-deeper:-outer">Going deeper: outer', body)
+
+
 def test_pages_keep_alt_text_focus_and_highlighted_escaped_code(site):
     """build_site replaces nbconvert's bleach and BeautifulSoup passes; what they gave must stay."""
+    from scripts import build_site  # here, not at the top: nbconvert's import is slow for every worker
+
     pictures = 0
     for nb_path in NOTEBOOKS:
         nb = nbformat.read(nb_path, as_version=4)
@@ -85,6 +157,7 @@ def test_pages_keep_alt_text_focus_and_highlighted_escaped_code(site):
         assert len(charts) == sum("image/png" in o.get("data", {}) for c in nb.cells for o in c.get("outputs", []))
         assert all(re.search(r'\balt="A (?:chart|figure of \d+ panels): [^"]{10,}"', i) for i in charts), nb_path.name
         code_cells = [c for c in nb.cells if c.cell_type == "code"]
+        build_site.fold_going_deeper(nb)          # the page's cells: a markdown cell may be split
         assert text.count('class="jp-Cell-inputWrapper" tabindex="0"') == len(code_cells) + sum(
             c.cell_type != "code" for c in nb.cells), nb_path.name                 # every cell's input
         assert '<span class="kn">import</span>' in text, nb_path.name              # Pygments ran
@@ -165,7 +238,9 @@ CHECK_PAGE = """() => {
   for (const s of svgs) if (!visible(s)) bad.push('svg ' + (s.textContent || '').slice(0, 60));
   const maths = [...document.querySelectorAll('math')].filter(m => !folded(m) && !visible(m) &&
                  m.getBoundingClientRect().width === 0);
-  return {pictures: imgs.length + svgs.length, bad: bad, hiddenMath: maths.length,
+  const all = document.querySelectorAll('img').length + document.querySelectorAll('.jp-OutputArea-output svg').length;
+  return {pictures: all, bad: bad, hiddenMath: maths.length,
+          openOnLoad: [...document.querySelectorAll('details')].filter(d => d.open).length,
           links: [...document.querySelectorAll('a[href]')].map(a => a.getAttribute('href')),
           ids: [...document.querySelectorAll('[id]')].map(e => e.id),
           names: [...document.querySelectorAll('a[name]')].map(e => e.getAttribute('name'))};
@@ -193,11 +268,22 @@ def test_site_in_chromium(site, browser):
         page.goto((site / name).as_uri(), wait_until="load", timeout=30_000)
         info = page.evaluate(CHECK_PAGE)
         assert info["bad"] == [], f"{name}: pictures not visible: {info['bad'][:5]}"
+        assert info["openOnLoad"] == 0, f"{name}: {info['openOnLoad']} folded section(s) open on load"
         if nb_path is not None:
             want = expected_pictures(nbformat.read(nb_path, as_version=4))
             assert info["pictures"] >= want, f"{name}: {info['pictures']} pictures shown, {want} in the notebook"
         seen_ids[name] = set(info["ids"]) | set(info["names"])
         found_links += [(name, href) for href in info["links"]]
+    # a Going deeper section opens on a click on its heading
+    with_deeper = [p for p in NOTEBOOKS if going_deeper_headings(nbformat.read(p, as_version=4))]
+    if with_deeper:
+        page.goto((site / page_of(with_deeper[0])).as_uri())
+        section = page.locator("details.bt-deeper").first
+        inside = section.locator(":scope > :not(summary)").first
+        assert section.locator("summary").is_visible() and not inside.is_visible()
+        section.locator("summary").click()
+        assert inside.is_visible()
+
     assert problems == [], problems
     assert offsite == [], f"pages tried to reach the network: {offsite[:5]}"
 

@@ -7,7 +7,7 @@ How a notebook's statement of a verdict is found (scan of markdown and committed
   quotes do not count), or the quote's id in a ledger line `[000-a] TRUE:` or a table cell;
 - its verdict is the first verdict word in the table cell after the quote (rows), or before the
   quote (output lines: `PARTLY TRUE: "..."`), else after it. Words: true/right/correct,
-  false/wrong/incorrect, partly/half wrong/mostly right/not always/imprecise.
+  false/wrong/incorrect, partly/depends on the reading/half wrong/mostly right/not always/imprecise.
 Prose sentences outside tables are not scanned (too loose to read a verdict from).
 """
 import collections
@@ -23,7 +23,8 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 NB_DIR = ROOT / "notebooks"
 NOTEBOOKS = sorted(NB_DIR.glob("[0-9][0-9]_*.ipynb"))
 
-WORDS = [("partly true", "partly"), ("half wrong", "partly"), ("mostly right", "partly"),
+WORDS = [("partly true", "partly"), ("depends on the reading", "partly"), ("half wrong", "partly"),
+         ("mostly right", "partly"),
          ("not always", "partly"), ("imprecise", "partly"), ("partly", "partly"),
          ("wrong tool", "false"), ("incorrect", "false"), ("wrong", "false"), ("false", "false"),
          ("correct", "true"), ("right", "true"), ("true", "true")]
@@ -82,7 +83,10 @@ def statements(nb, quotes=None):
             found.append((m.group(1), CANONICAL[m.group(2).lower()], text))
             continue
         cells = re.split(r"(?<!\\)\|", text) if kind == "row" else [text]
+        lead = re.match(r"\s*\|?\s*(\d{3}-\w+)\s", text)   # a ledger table row or line names its quote
         for qid, qkeys in keys.items():
+            if lead and lead.group(1) in ids and qid != lead.group(1):
+                continue
             at = next((i for i, c in enumerate(cells) if shingles(c) & qkeys), None)
             if at is None:
                 at = next((i for i, c in enumerate(cells) if c.strip() == qid), None)
