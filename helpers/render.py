@@ -162,7 +162,7 @@ def _tensor_label(t, highlight=False, ran=None, changed=False) -> str:
             f'<TR><TD><FONT POINT-SIZE="10">{fmt_shape(t.shape)} {t.dtype}</FONT></TD></TR>']
     grad = esc(short_values(t.grad))
     if changed:
-        grad = f'<FONT COLOR="{CHANGED}"><B>{grad}</B>&#160;(changed)</FONT>'
+        grad = f'<FONT COLOR="{CHANGED}"><B>{grad}</B></FONT>'
     if t.role is Role.LEAF:
         rows.append(f'<TR><TD><FONT POINT-SIZE="10">grad: {grad}</FONT></TD></TR>')
     elif t.retains_grad:
@@ -406,7 +406,7 @@ def new_digraph(title: str | None = None) -> graphviz.Digraph:
     # unrolled RNN, tanh(y @ w) x 100) has so many crossing edges that the passes run for
     # minutes at 300 nodes and freeze the kernel (bash scripts/bench measures the layout).
     g = graphviz.Digraph(graph_attr={"rankdir": "TB", "fontname": "Helvetica", "fontsize": "11",
-                                     "nodesep": "0.25", "ranksep": "0.3",
+                                     "nodesep": "0.2", "ranksep": "0.3",
                                      "nslimit": "2", "nslimit1": "2", "ordering": "out"},
                          node_attr={"fontname": "Helvetica", "fontsize": "11"},
                          edge_attr={"arrowsize": "0.6", "color": "#555555"})

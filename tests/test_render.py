@@ -270,6 +270,8 @@ def test_the_box_whose_grad_changed_is_marked():
     loss = (y * y).sum() + (w_.detach() * 0).sum()
     with watch(loss, names={"x": x, "y": y, "w": w_, "loss": loss}) as w:
         loss.backward()
-    assert w.picture.dot.count("(changed)</FONT>") == 2 and ".grad changed by this call" in w.picture.dot
+    mark = f'<FONT COLOR="{render.CHANGED}"><B>'
+    assert w.picture.dot.count(mark) == 2 and ".grad changed by this call" in w.picture.dot
     right = w.picture.dot.split("cluster_R")[1]
-    assert re.search(r"<B>x</B>.*?\(changed\)", right) and "(changed)" not in w.picture.dot.split("cluster_R")[0]
+    assert re.search(r"<B>x</B>.*?" + re.escape(mark) + r"\[8, 16, 24\]", right)
+    assert mark not in w.picture.dot.split("cluster_R")[0]                 # before: nothing changed
