@@ -367,7 +367,7 @@ class Ledger:
         if not c.legacy:                   # what learners read: the quote and its source, no internal id
             q = QUOTES[c.cid]
             short = q.quote if len(q.quote) <= 90 else q.quote[:87].rstrip() + "..."
-            return f"{VERDICTS[c.result].upper()}: \"{short}\" ({SOURCES[q.source][0]}): {c.why}"
+            return f"{VERDICTS[c.result].upper()}: \"{short}\" ({SOURCES[q.source][0]})\n    {c.why}"
         return f"[{c.cid}] {VERDICTS[c.result].upper()}: {c.why}"
 
     def counts(self) -> dict[str, int]:

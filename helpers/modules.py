@@ -27,7 +27,7 @@ import torch
 
 from . import render
 from .snapshot import GraphInputError, Role, SavedState, Snapshot, fmt_bytes
-from .walk import COUNT_LIMIT, snapshot, snapshot_with_ids
+from .walk import COUNT_LIMIT, snapshot_with_ids
 
 
 @dataclass(frozen=True)
@@ -52,7 +52,7 @@ class Call:
         return self.path, self.index
 
 
-_RECORDINGS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_RECORDINGS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def _next_sequence_nr() -> int:
@@ -349,7 +349,7 @@ def collapse(snap: Snapshot, groups: dict, max_nodes: int, keep_first: bool = Tr
 
 def grouped_picture(roots, names=None, title=None, max_nodes=300, modules=None):
     """draw(*roots, modules=model): see helpers.graph.draw."""
-    from .graph import GraphPicture, describe   # graph imports this module lazily
+    from .graph import GraphPicture, describe  # graph imports this module lazily
 
     rec = recording_of(modules)
     params = {n: p for n, p in rec.model.named_parameters()}

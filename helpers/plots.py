@@ -11,7 +11,7 @@ import matplotlib.pyplot as plt
 from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, MaxNLocator, NullFormatter
 
 MAX_PANELS = 4       # panels described one by one in a figure's alt text; the rest are counted
-KIB = 1024           # bytes in the unit every chart and every printed size uses (helpers.walk.fmt_bytes)
+KIB = 1024           # bytes in the unit every chart and every printed size uses (helpers.snapshot.fmt_bytes)
 
 
 def figure_alt(fig) -> str:

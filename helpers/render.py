@@ -14,7 +14,7 @@ import re
 import shutil
 import subprocess
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import graphviz
 
@@ -68,6 +68,11 @@ class Marks:
     highlight: frozenset = frozenset()
     ran: Mapping[str, tuple[int, ...]] = field(default_factory=dict)   # id -> (k, ...): ran k-th
     changed: frozenset = frozenset()   # tensor ids whose .grad changed (thick blue frame, bold grad)
+    # groups of nodes and a path (helpers.diagnose: the training step that made each op, the
+    # path from the loss to where backward stopped), with their legend entries
+    fills: Mapping[str, str] = field(default_factory=dict)   # id -> fill colour, replaces the usual
+    path: frozenset = frozenset()                            # {(from id, to id)}: edges drawn thick
+    legend: tuple = ()                                       # ((colour, words), ...) added to the legend
 
 
 NO_MARKS = Marks()
@@ -82,11 +87,12 @@ def _ran_badge(order) -> str:
     return f'&#160;<FONT COLOR="{RAN}" POINT-SIZE="10"><B>ran {text}</B></FONT>'
 
 
-def _op_label(op, highlight=False, ran=None, shared=frozenset()) -> str:
-    """shared: the slots of this op whose buffer another slot holds too ('shared buffer')."""
+def _op_label(op, highlight=False, ran=None, shared=frozenset(), fill=None) -> str:
+    """shared: the slots of this op whose buffer another slot holds too ('shared buffer');
+    fill: a fill colour replacing the usual grey (helpers.diagnose)."""
     freed = sum(1 for s in op.saved if s.state is SavedState.FREED)
     border = RAN if ran is not None else (FREED if freed else "#555555")
-    fill = HIGHLIGHT if highlight else OP
+    fill = HIGHLIGHT if highlight else (fill or OP)
     rows = [f'<TR><TD BGCOLOR="{fill}"><B>{esc(op.name)}</B>{_ran_badge(ran)}</TD></TR>']
     for s in op.saved:
         if s.state is SavedState.FREED:
@@ -156,8 +162,8 @@ def _param_label(t, highlight=False, ran=None) -> str:
             f"{fmt_shape(t.shape)} · {grad}</FONT>{_ran_badge(ran)}</TD></TR></TABLE>>")
 
 
-def _tensor_label(t, highlight=False, ran=None, changed=False) -> str:
-    fill = HIGHLIGHT if highlight else (LEAF if t.role is Role.LEAF else NAMED)
+def _tensor_label(t, highlight=False, ran=None, changed=False, fill=None) -> str:
+    fill = HIGHLIGHT if highlight else (fill or (LEAF if t.role is Role.LEAF else NAMED))
     rows = [f"<TR><TD><B>{esc(t.name)}</B>{_ran_badge(ran)}</TD></TR>",
             f'<TR><TD><FONT POINT-SIZE="10">{fmt_shape(t.shape)} {t.dtype}</FONT></TD></TR>']
     grad = esc(short_values(t.grad))
@@ -273,12 +279,13 @@ def add_snapshot(g: graphviz.Digraph, snap: Snapshot, prefix: str = "", highligh
         for op, sv in slots:
             shared.setdefault(op.id, set()).add(sv.slot)
     for op in snap.ops.values():
-        label = _op_label(op, op.id in highlight, ran.get(op.id), shared.get(op.id, frozenset()))
+        label = _op_label(op, op.id in highlight, ran.get(op.id), shared.get(op.id, frozenset()),
+                          marks.fills.get(op.id))
         lines[op.id] = f"\t{prefix}{op.id} [label={label} margin=0 shape=plaintext]\n"
     params = grouping.params if grouping is not None else ()
     for t in snap.tensors.values():
         label = (_param_label(t, t.id in highlight, ran.get(t.id)) if t.id in params else
-                 _tensor_label(t, t.id in highlight, ran.get(t.id), t.id in marks.changed))
+                 _tensor_label(t, t.id in highlight, ran.get(t.id), t.id in marks.changed, marks.fills.get(t.id)))
         lines[t.id] = f"\t{prefix}{t.id} [label={label} margin=0 shape=plaintext]\n"
     far = far_leaf_uses(snap) if refs else set()
     edges = []
@@ -291,6 +298,8 @@ def add_snapshot(g: graphviz.Digraph, snap: Snapshot, prefix: str = "", highligh
             edges.append(f"\t{prefix}{rid} -> {prefix}{b}\n")
             continue
         style = " [style=dashed]" if snap.role(b) in NAMED_TENSOR_ROLES else ""
+        if (a, b) in marks.path:
+            style = f' [color="{HIGHLIGHT}" penwidth=3]'
         edges.append(f"\t{prefix}{a} -> {prefix}{b}{style}\n")
     if grouping is None:
         g.body.extend(lines.values())
@@ -390,11 +399,13 @@ _LEGEND_ENTRIES = {
 }
 
 
-def legend_label(features: list[str], columns: int = 2) -> str:
-    """An HTML-label legend: a swatch and a few words per mark, `columns` entries a row."""
-    cells = [f'<TD {_LEGEND_ENTRIES[f][0]} WIDTH="12" HEIGHT="10"></TD>'
-             f'<TD ALIGN="LEFT"><FONT POINT-SIZE="10">{esc(_LEGEND_ENTRIES[f][1])}</FONT></TD>'
-             for f in features]
+def legend_label(features: list[str], columns: int = 2, extra=()) -> str:
+    """An HTML-label legend: a swatch and a few words per mark, `columns` entries a row.
+    extra: more ((colour, words), ...) entries, after the standard ones."""
+    entries = [_LEGEND_ENTRIES[f] for f in features] + [(f'BGCOLOR="{c}"', words) for c, words in extra]
+    cells = [f'<TD {swatch} WIDTH="12" HEIGHT="10"></TD>'
+             f'<TD ALIGN="LEFT"><FONT POINT-SIZE="10">{esc(words)}</FONT></TD>'
+             for swatch, words in entries]
     rows = ["<TR>" + "".join(cells[i:i + columns]) + "</TR>" for i in range(0, len(cells), columns)]
     return ('<<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="3" CELLPADDING="1">'
             + "".join(rows) + "</TABLE>>")
@@ -422,8 +433,9 @@ def to_dot(snap: Snapshot, title=None, highlight=(), marks: Marks = NO_MARKS,
     g = new_digraph(title)
     add_snapshot(g, snap, highlight=highlight, marks=marks, grouping=grouping, refs=refs)
     if legend:
-        marks = Marks(frozenset(highlight) | marks.highlight, marks.ran)
-        g.attr(label=legend_label(_features([snap], marks, grouping)), labelloc="b", labeljust="l")
+        marks = replace(marks, highlight=frozenset(highlight) | marks.highlight)
+        g.attr(label=legend_label(_features([snap], marks, grouping), extra=marks.legend),
+               labelloc="b", labeljust="l")
         if title:   # the title goes on top, as a node: the graph label holds the legend
             g.body.insert(0, f"\ttitle [label=<<B>{esc(title)}</B>> shape=plaintext fontsize=12]\n")
             _above_all(g.body, "title", snap, "")

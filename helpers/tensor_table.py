@@ -15,7 +15,8 @@ from dataclasses import dataclass
 
 import torch
 
-from helpers.walk import GraphInputError, _not_a_tensor
+from helpers.snapshot import GraphInputError
+from helpers.walk import _not_a_tensor
 
 COLUMNS = ("is_leaf", "requires_grad", "retains_grad", "grad_filled")
 

@@ -17,9 +17,10 @@ from collections.abc import Mapping
 import torch
 from torch.autograd.graph import Node
 
-# The data model and the formatters live in helpers.snapshot; they are re-exported here for
-# code written before the split (notebooks import fmt_bytes, fmt_values from helpers.walk).
-from .snapshot import (  # noqa: F401  (re-exports)
+# The data model and the formatters live in helpers.snapshot. fmt_bytes and fmt_values stay
+# importable from here for notebooks 01, 06, 08, written before they moved (fmt_bytes is here
+# only for them: drop it once their imports name helpers.snapshot).
+from .snapshot import (
     GraphInputError,
     Op,
     Role,
@@ -28,9 +29,8 @@ from .snapshot import (  # noqa: F401  (re-exports)
     Snapshot,
     TensorBox,
     dtype_name,
-    fmt_bytes,
+    fmt_bytes,  # noqa: F401  (re-export)
     fmt_number,
-    fmt_shape,
     fmt_values,
 )
 

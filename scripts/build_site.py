@@ -32,7 +32,8 @@ from nbconvert.filters.highlight import Highlight2HTML
 from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
 from nbconvert.filters.widgetsdatatypefilter import WidgetsDataTypeFilter
 
-from scripts import BUILD, ROOT, lengths, nav  # nav: notebook order, titles; lengths: Going deeper
+# nav: notebook order, titles; lengths: Going deeper; handout: the handout and guide pages, the print stylesheet
+from scripts import BUILD, ROOT, handout, lengths, nav
 
 DEFAULT_OUT = BUILD / "site"
 
@@ -52,7 +53,7 @@ details.bt-deeper > summary::after { content: " (folded: click to open)"; color:
                                      font: 13px system-ui, sans-serif; }
 details.bt-deeper[open] > summary::after { content: ""; }
 math[display="block"] { margin: 0.6em 0; }
-"""
+""" + handout.PRINT_CSS
 
 TEMPLATE = r"""
 {%- extends 'index.html.j2' -%}
@@ -271,18 +272,26 @@ def rewrite_links(text: str, items, out: pathlib.Path, copied: set) -> str:
     return _ATTR.sub(fix, text)
 
 
-def index_page(items) -> str:
-    body = MarkdownWithMath(renderer=MathMLRenderer(escape=False, exclude_anchor_links=True)).render(
-        nav.contents_page(items))
+def markdown_page(items, title: str, markdown: str, after: str = "", main_class: str = "") -> str:
+    """A page that is not a notebook (contents, handout, teacher's guide), with the site's bars."""
+    body = MarkdownWithMath(renderer=MathMLRenderer(escape=False, exclude_anchor_links=True)).render(markdown)
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1.0\">"
-            "<title>Backward Twice: contents</title><style>"
+            f"<title>{html.escape(title)}</title><style>"
             "body{font:16px/1.5 system-ui,sans-serif;margin:0}main{max-width:60em;margin:1em auto;padding:0 1em}"
             "table{border-collapse:collapse}td,th{border:1px solid #d0d7de;padding:6px 10px;text-align:left}"
             + SITE_CSS + "</style></head><body>" + nav_bar(items, None, "top")
-            + "<main>" + body
-            + "<p>This is a read-only copy with the outputs of the last committed run. To run the notebooks, "
-              "clone the repository and run <code>bash scripts/lab</code>.</p></main></body></html>\n")
+            + f'<main class="{main_class}">' + body + after + "</main></body></html>\n")
+
+
+def index_page(items, extra=()) -> str:
+    """The contents page; `extra`: [(file, title)] of the handout and guide pages, linked below the table."""
+    links = " · ".join(f'<a href="{name}">{html.escape(title.split(": ", 1)[-1])}</a>' for name, title in extra)
+    return markdown_page(
+        items, "Backward Twice: contents", nav.contents_page(items),
+        (f"<p>For teachers: {links}.</p>" if links else "") +
+        "<p>This is a read-only copy with the outputs of the last committed run. To run the notebooks, "
+        "clone the repository and run <code>bash scripts/lab</code>.</p>")
 
 
 def build(out: pathlib.Path = DEFAULT_OUT, only=None) -> list:
@@ -293,8 +302,14 @@ def build(out: pathlib.Path = DEFAULT_OUT, only=None) -> list:
         shutil.rmtree(out)
     out.mkdir(parents=True)
     exp, copied, written = exporter(), set(), []
-    (out / "index.html").write_text(rewrite_links(index_page(items), items, out, copied), encoding="utf-8")
+    extra = handout.pages(loaded)
+    (out / "index.html").write_text(rewrite_links(index_page(items, [(n, t) for n, t, _ in extra]), items, out, copied),
+                                    encoding="utf-8")
     written.append(out / "index.html")
+    for name, title, markdown in extra:
+        (out / name).write_text(rewrite_links(markdown_page(items, title, markdown, main_class="bt-handout"),
+                                              items, out, copied), encoding="utf-8")
+        written.append(out / name)
     for i, (nb, it) in enumerate(loaded):
         if only and it["file"] not in only:
             continue

@@ -33,6 +33,15 @@ def heading(cell):
     return (len(m.group(1)), m.group(2)) if m else None
 
 
+def last_heading(cell):
+    """(level, text) of the last heading line of a markdown cell (a heading may follow prose), else None."""
+    if cell.cell_type != "markdown":
+        return None
+    found = [HEADING.match(line) for line in cell.source.splitlines()]
+    found = [m for m in found if m]
+    return (len(found[-1].group(1)), found[-1].group(2)) if found else None
+
+
 def check_calls(source: str) -> list:
     """[(exercise name, second argument's source)] of the check("N.M", ...) calls in a code cell."""
     try:
@@ -87,7 +96,7 @@ def tags(cell) -> list:
 class Skeleton:
     nb: nbformat.NotebookNode
     kind: list = field(default_factory=list)       # per cell: see `classify`
-    section: list = field(default_factory=list)    # per cell: index of the heading cell it is under
+    section: list = field(default_factory=list)    # per cell: index of the cell with the last heading above it
 
     def cells(self, *kinds):
         return [(i, c) for i, c in enumerate(self.nb.cells) if self.kind[i] in kinds]
@@ -110,7 +119,7 @@ def classify(nb) -> Skeleton:
     current, before = 0, "core"          # before: the part the previous cell ended in
     for i, (cell, pieces) in enumerate(lengths.parts(nb)):
         h = heading(cell)
-        if h is not None:
+        if last_heading(cell) is not None:
             current = i
         sk.section.append(current)
         first = pieces[0][0] if pieces else "core"

@@ -58,17 +58,24 @@ def without_solutions(markdown: str) -> str:
     return head + "\n\n" if head else ""
 
 
-def student_notebook(nb, clear_all=False):
-    """A copy of `nb` as students get it."""
-    nb = copy.deepcopy(nb)
-    sk = skeleton.classify(nb)
-    cells = []
+def cells_without_solutions(nb, sk):
+    """(kind, cell) for every cell of `nb` but the solution cells; the `## Solutions` heading
+    keeps only its text above the solutions, then SOLUTIONS_NOTE (edits the cells in place)."""
     for i, cell in enumerate(nb.cells):
         kind = sk.kind[i]
         if kind == "solution":
             continue
         if kind == "solutions-heading":
             cell.source = without_solutions(cell.source) + SOLUTIONS_NOTE
+        yield kind, cell
+
+
+def student_notebook(nb, clear_all=False):
+    """A copy of `nb` as students get it."""
+    nb = copy.deepcopy(nb)
+    sk = skeleton.classify(nb)
+    cells = []
+    for kind, cell in cells_without_solutions(nb, sk):
         if kind in ("answer", "check"):
             cell.metadata["nbgrader"] = nbgrader_meta(kind, grade_id(cell, kind), CHECK_POINTS if kind == "check" else None)
         if cell.cell_type == "code" and (clear_all or kind == "check"):
@@ -100,12 +107,7 @@ def nbgrader_source(nb):
         name = skeleton.CHECK.search(cell.source).group(1)
         by_answer["answer_" + name.replace(".", "_")] = name
     cells = []
-    for i, cell in enumerate(nb.cells):
-        kind = sk.kind[i]
-        if kind == "solution":
-            continue
-        if kind == "solutions-heading":
-            cell.source = without_solutions(cell.source) + SOLUTIONS_NOTE
+    for kind, cell in cells_without_solutions(nb, sk):
         if kind == "answer":
             var = grade_id(cell, kind)
             name = by_answer.get(var)

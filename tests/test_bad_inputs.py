@@ -13,7 +13,7 @@ import torch
 from autograd_programs import Square
 
 from helpers.graph import draw, watch
-from helpers.walk import GraphInputError
+from helpers.snapshot import GraphInputError
 
 
 def leaf(*shape, **kw):

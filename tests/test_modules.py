@@ -10,7 +10,8 @@ from torch import nn
 
 from helpers.graph import draw
 from helpers.modules import record_modules
-from helpers.walk import GraphInputError, snapshot
+from helpers.snapshot import GraphInputError
+from helpers.walk import snapshot
 
 
 class Block(nn.Module):

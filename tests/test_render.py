@@ -128,12 +128,12 @@ def test_every_tensor_box_says_what_its_grad_is():
     assert rows == ["grad: [60.26, 1210]", "retains grad: [20.09, 403.4]"] + ["grad: not kept (non-leaf)"] * 2
 
 
-# ------------------------------------------------------------------ issue 12: real-model scale
+# ------------------------------------------------------------------ real-model scale
 def _rnn(steps):
     torch.manual_seed(0)
     cell = torch.nn.RNNCell(3, 4)
     h = torch.zeros(1, 4)
-    for t in range(steps):
+    for _ in range(steps):
         h = cell(torch.randn(1, 3), h)
     return h.sum(), dict(cell.named_parameters())
 

@@ -4,8 +4,8 @@ import warnings
 import pytest
 import torch
 
+from helpers.snapshot import GraphInputError
 from helpers.tensor_table import TensorState, at_a_glance, tensor_state
-from helpers.walk import GraphInputError
 
 
 def example():
