@@ -48,6 +48,12 @@ def describe(snap: Snapshot) -> str:
     other = f", {n['unreadable']} unreadable" if "unreadable" in n else ""
     lines.append(f"saved tensors: {n['held']} held ({fmt_bytes(b['held'])}), "
                  f"{n['freed']} freed ({fmt_bytes(b['freed'])}){other}")
+    shared = snap.shared_buffers()
+    if shared:
+        u = snap.unique_bytes_by_state()
+        slots = sum(len(v) for v in shared.values())
+        lines.append(f"shared buffers: {len(shared)} buffer(s) saved by {slots} slots; counted once: "
+                     f"{fmt_bytes(u['held'])} held, {fmt_bytes(u['freed'])} freed")
     if snap.truncated:
         more = snap.hidden_count
         plus = "+" if snap.count_capped else ""
@@ -75,15 +81,16 @@ def svg_width_pt(svg: str) -> float:
 class Picture:
     """Something that shows as SVG in JupyterLab and as stable text elsewhere.
 
-    alternative: another DOT source of the same picture (before/after stacked instead of side
-    by side), used when the first one lays out wider than READABLE_WIDTH_PT and it is narrower.
-    `dot` is then the source actually drawn.
+    alternative: DOT sources of pictures to stack, one above the other, instead (before above
+    after), used when the first one lays out wider than READABLE_WIDTH_PT and that is narrower.
+    `dot` is then the sources actually drawn, and `stacked` is True.
     """
 
-    def __init__(self, dot_source: str, text: str, alternative: str | None = None):
+    def __init__(self, dot_source: str, text: str, alternative: tuple[str, ...] | None = None):
         self.dot = dot_source
         self.text = text
         self.alternative = alternative
+        self.stacked = False
         self._svg = None
 
     @property
@@ -91,9 +98,10 @@ class Picture:
         if self._svg is None:
             svg = render.svg_from_dot(self.dot)
             if self.alternative is not None and svg_width_pt(svg) > READABLE_WIDTH_PT:
-                other = render.svg_from_dot(self.alternative)
+                other = render.stack_svgs([render.svg_from_dot(d) for d in self.alternative])
                 if svg_width_pt(other) < svg_width_pt(svg):
-                    svg, self.dot = other, self.alternative
+                    svg, self.stacked = other, True
+                    self.dot = "\n".join(self.alternative)   # what was drawn: the pictures stacked
             self._svg = svg
         return self._svg
 
@@ -133,9 +141,12 @@ class ComparePicture(Picture):
         self.ran = dict(ran or {})
         text = (f"== {titles[0]} ==\n{describe(before)}\n== {titles[1]} ==\n{describe(after)}\n"
                 f"== change ==\n{changes(before, after)}" + (f"\n{ran_text}" if ran_text else ""))
-        marks = render.Marks(ran=self.ran)
+        was = {t.name: t.grad for t in before.tensors.values()}
+        changed = frozenset(t.id for t in after.tensors.values()
+                            if (t.role is Role.LEAF or t.retains_grad) and t.grad != was.get(t.name))
+        marks = render.Marks(ran=self.ran, changed=changed)
         super().__init__(render.pair_dot(before, after, titles, marks),
-                         text, alternative=render.pair_dot(before, after, titles, marks, stacked=True))
+                         text, alternative=render.stacked_dots(before, after, titles, marks))
 
 
 def changes(before: Snapshot, after: Snapshot) -> str:
@@ -143,7 +154,11 @@ def changes(before: Snapshot, after: Snapshot) -> str:
     lines = []
     freed = after.freed_since(before)
     if freed:
-        total = sum(s.nbytes or 0 for _, s in freed)
+        biggest: dict = {}        # a buffer several freed slots held counts once
+        for i, (_, sv) in enumerate(freed):
+            key = sv.storage if sv.storage is not None else i
+            biggest[key] = max(biggest.get(key, 0), sv.nbytes or 0)
+        total = sum(biggest.values())
         lines.append(f"freed {len(freed)} saved tensor(s), {fmt_bytes(total)}: "
                      + ", ".join(f"{op.name}.{s.slot}" for op, s in freed))
     else:

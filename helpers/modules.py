@@ -310,17 +310,18 @@ def _box_label(snap, groups, run) -> str:
             f"{freed}</FONT></TD></TR></TABLE>>")
 
 
-def collapse(snap: Snapshot, groups: dict, max_nodes: int):
+def collapse(snap: Snapshot, groups: dict, max_nodes: int, keep_first: bool = True):
     """(smaller snapshot, {box id: label}, box edges, {box id: parent Call key}, runs collapsed):
-    the longest runs of identical blocks collapsed, all but their first block, into one box
-    each, until at most `max_nodes` nodes are drawn (or nothing more can be collapsed)."""
+    the longest runs of identical blocks collapsed, all but their first block (every block with
+    keep_first=False), into one box each, until at most `max_nodes` nodes are drawn (or nothing
+    more can be collapsed)."""
     drawn = len(snap.ops) + len(snap.tensors)
     gone: dict = {}             # node id -> box id
     boxes, parents, done = {}, {}, []
     for run in sorted(find_runs(snap, groups), key=len, reverse=True):
         if drawn <= max_nodes:
             break
-        rest = run[1:]
+        rest = run[1:] if keep_first else run
         bid = f"run{len(boxes) + 1}"
         boxes[bid] = _box_label(snap, groups, rest)
         parents[bid] = groups[run[0]].call.parent
@@ -357,7 +358,9 @@ def grouped_picture(roots, names=None, title=None, max_nodes=300, modules=None):
     snap, ids = snapshot_with_ids(*roots, names=names, max_nodes=max(max_nodes, min(WALK_LIMIT, COUNT_LIMIT)))
     groups = module_groups(snap, ids, rec, param_names)
     full = snap
-    snap, boxes, box_edges, box_parent, runs = collapse(snap, groups, max_nodes)
+    snap, boxes, box_edges, box_parent, runs = collapse(full, groups, max_nodes)
+    if len(snap.ops) + len(snap.tensors) > max_nodes:   # still too big: no block of a run open
+        snap, boxes, box_edges, box_parent, runs = collapse(full, groups, max_nodes, keep_first=False)
     if len(snap.ops) + len(snap.tensors) > max_nodes:   # still too big: cut as draw() does
         snap, ids = snapshot_with_ids(*roots, names=names, max_nodes=max_nodes)
         groups = module_groups(snap, ids, rec, param_names)

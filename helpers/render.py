@@ -10,6 +10,7 @@ import base64
 import contextlib
 import html
 import os
+import re
 import shutil
 import subprocess
 from collections.abc import Mapping
@@ -29,6 +30,7 @@ VALUE = "#666666"
 HIGHLIGHT = "#ffb703"
 MODIFIED = "#b35c00"
 RAN = "#6a3d9a"
+CHANGED = "#0b62a4"
 CLUSTER = "#7a8a9a"
 
 DOT_TIMEOUT_S = 60
@@ -65,6 +67,7 @@ class Marks:
 
     highlight: frozenset = frozenset()
     ran: Mapping[str, tuple[int, ...]] = field(default_factory=dict)   # id -> (k, ...): ran k-th
+    changed: frozenset = frozenset()   # tensor ids whose .grad changed (thick blue frame, bold grad)
     # groups of nodes and a path (helpers.diagnose: the training step that made each op, the
     # path from the loss to where backward stopped), with their legend entries
     fills: Mapping[str, str] = field(default_factory=dict)   # id -> fill colour, replaces the usual
@@ -84,7 +87,9 @@ def _ran_badge(order) -> str:
     return f'&#160;<FONT COLOR="{RAN}" POINT-SIZE="10"><B>ran {text}</B></FONT>'
 
 
-def _op_label(op, highlight=False, ran=None, fill=None) -> str:
+def _op_label(op, highlight=False, ran=None, shared=frozenset(), fill=None) -> str:
+    """shared: the slots of this op whose buffer another slot holds too ('shared buffer');
+    fill: a fill colour replacing the usual grey (helpers.diagnose)."""
     freed = sum(1 for s in op.saved if s.state is SavedState.FREED)
     border = RAN if ran is not None else (FREED if freed else "#555555")
     fill = HIGHLIGHT if highlight else (fill or OP)
@@ -94,7 +99,8 @@ def _op_label(op, highlight=False, ran=None, fill=None) -> str:
             size = "" if s.shape is None else f" {fmt_shape(s.shape)} {fmt_bytes(s.nbytes)}"
             size = (f" {s.alias_note()}" if s.alias else "") + size
             rows.append(f'<TR><TD ALIGN="LEFT"><FONT COLOR="{FREED}" POINT-SIZE="10">'
-                        f'<S>saved {esc(s.slot)}{esc(size)}</S>&#160;&#160;<B>FREED</B></FONT></TD></TR>')
+                        f'<S>saved {esc(s.slot)}{esc(size)}</S>&#160;&#160;<B>FREED</B>'
+                        f'{_SHARED if s.slot in shared else ""}</FONT></TD></TR>')
         elif s.is_tensor and s.modified:  # held, but changed in place since it was saved
             alias = f" {s.alias_note()}" if s.alias else ""
             size = "" if s.shape is None else f": {fmt_shape(s.shape)} {s.dtype} {fmt_bytes(s.nbytes)}"
@@ -108,11 +114,14 @@ def _op_label(op, highlight=False, ran=None, fill=None) -> str:
             alias = f" {s.alias_note()}" if s.alias else ""
             rows.append(f'<TR><TD ALIGN="LEFT"><FONT COLOR="{HELD}" POINT-SIZE="10">'
                         f'saved {esc(s.slot)}{esc(alias)}: {fmt_shape(s.shape)} {s.dtype} '
-                        f'{fmt_bytes(s.nbytes)}</FONT></TD></TR>')  # shape, dtype, size: safe text
+                        f'{fmt_bytes(s.nbytes)}{_SHARED if s.slot in shared else ""}</FONT></TD></TR>')
     rows.extend(_value_rows([s for s in op.saved if not s.is_tensor and s.state is SavedState.VALUE]))
     width = "2" if ran is not None else "1"
     return (f'<<TABLE BORDER="{width}" CELLBORDER="0" CELLSPACING="0" CELLPADDING="3" COLOR="{border}">'
             + "".join(rows) + "</TABLE>>")
+
+
+_SHARED = f'&#160;<FONT COLOR="{VALUE}"><I>shared buffer</I></FONT>'
 
 
 def _value_rows(values: list[Saved]) -> list[str]:
@@ -153,19 +162,22 @@ def _param_label(t, highlight=False, ran=None) -> str:
             f"{fmt_shape(t.shape)} · {grad}</FONT>{_ran_badge(ran)}</TD></TR></TABLE>>")
 
 
-def _tensor_label(t, highlight=False, ran=None, fill=None) -> str:
+def _tensor_label(t, highlight=False, ran=None, changed=False, fill=None) -> str:
     fill = HIGHLIGHT if highlight else (fill or (LEAF if t.role is Role.LEAF else NAMED))
     rows = [f"<TR><TD><B>{esc(t.name)}</B>{_ran_badge(ran)}</TD></TR>",
             f'<TR><TD><FONT POINT-SIZE="10">{fmt_shape(t.shape)} {t.dtype}</FONT></TD></TR>']
+    grad = esc(short_values(t.grad))
+    if changed:
+        grad = f'<FONT COLOR="{CHANGED}"><B>{grad}</B></FONT>'
     if t.role is Role.LEAF:
-        rows.append(f'<TR><TD><FONT POINT-SIZE="10">grad: {esc(short_values(t.grad))}</FONT></TD></TR>')
+        rows.append(f'<TR><TD><FONT POINT-SIZE="10">grad: {grad}</FONT></TD></TR>')
     elif t.retains_grad:
-        rows.append(f'<TR><TD><FONT POINT-SIZE="10">retains grad: {esc(short_values(t.grad))}</FONT></TD></TR>')
+        rows.append(f'<TR><TD><FONT POINT-SIZE="10">retains grad: {grad}</FONT></TD></TR>')
     else:
         rows.append(f'<TR><TD><FONT POINT-SIZE="10" COLOR="{VALUE}">'
                     '<I>grad: not kept (non-leaf)</I></FONT></TD></TR>')
-    color = f' COLOR="{RAN}"' if ran is not None else ""
-    width = "2" if ran is not None else "1"
+    color = f' COLOR="{CHANGED}"' if changed else (f' COLOR="{RAN}"' if ran is not None else "")
+    width = "3" if changed else ("2" if ran is not None else "1")
     return (f'<<TABLE BORDER="{width}" CELLBORDER="0" CELLSPACING="0" CELLPADDING="2" BGCOLOR="{fill}"{color}>'
             + "".join(rows) + "</TABLE>>")
 
@@ -262,15 +274,19 @@ def add_snapshot(g: graphviz.Digraph, snap: Snapshot, prefix: str = "", highligh
     highlight = set(highlight) | set(marks.highlight)
     ran = marks.ran
     lines: dict[str, str] = {}
+    shared: dict[str, set] = {}
+    for slots in snap.shared_buffers().values():
+        for op, sv in slots:
+            shared.setdefault(op.id, set()).add(sv.slot)
     for op in snap.ops.values():
-        lines[op.id] = (f"\t{prefix}{op.id} [label={_op_label(op, op.id in highlight, ran.get(op.id), marks.fills.get(op.id))} "
-                        "margin=0 shape=plaintext]\n")
+        label = _op_label(op, op.id in highlight, ran.get(op.id), shared.get(op.id, frozenset()),
+                          marks.fills.get(op.id))
+        lines[op.id] = f"\t{prefix}{op.id} [label={label} margin=0 shape=plaintext]\n"
     params = grouping.params if grouping is not None else ()
     for t in snap.tensors.values():
-        label = (_param_label(t, t.id in highlight, ran.get(t.id)) if t.id in params
-                 else _tensor_label(t, t.id in highlight, ran.get(t.id), marks.fills.get(t.id)))
-        lines[t.id] = (f"\t{prefix}{t.id} [label={label} "
-                       "margin=0 shape=plaintext]\n")
+        label = (_param_label(t, t.id in highlight, ran.get(t.id)) if t.id in params else
+                 _tensor_label(t, t.id in highlight, ran.get(t.id), t.id in marks.changed, marks.fills.get(t.id)))
+        lines[t.id] = f"\t{prefix}{t.id} [label={label} margin=0 shape=plaintext]\n"
     far = far_leaf_uses(snap) if refs else set()
     edges = []
     for a, b in snap.edges:
@@ -349,10 +365,14 @@ def _features(snaps, marks: Marks, grouping=None) -> list[str]:
         present.append("freed")
     if any(s.modified for s in saved):
         present.append("modified")
+    if any(snap.shared_buffers() for snap in snaps):
+        present.append("shared")
     if marks.highlight:
         present.append("running")
     if marks.ran:
         present.append("ran")
+    if marks.changed:
+        present.append("changed")
     if any(far_leaf_uses(snap) for snap in snaps):
         present.append("ref")
     if grouping is not None and grouping.clusters:
@@ -369,8 +389,10 @@ _LEGEND_ENTRIES = {
     "held": (f'BGCOLOR="{HELD}"', "saved tensor held in memory"),
     "freed": (f'BGCOLOR="{FREED}"', "saved tensor FREED by backward"),
     "modified": (f'BGCOLOR="{MODIFIED}"', "saved, then modified in place"),
+    "shared": (f'BGCOLOR="{VALUE}"', "shared buffer: one buffer, several slots (counted once)"),
     "running": (f'BGCOLOR="{HIGHLIGHT}"', "the node running in this step"),
     "ran": (f'BGCOLOR="{RAN}"', "ran #k: ran in this backward, k-th"),
+    "changed": (f'BGCOLOR="{CHANGED}"', ".grad changed by this call"),
     "ref": (f'BGCOLOR="{LEAF}" STYLE="dashed" BORDER="1"', "same leaf, drawn again near a far use"),
     "module": (f'COLOR="{CLUSTER}" STYLE="rounded" BORDER="1"', "module call: saved bytes held / freed"),
     "more": (f'COLOR="{FREED}" STYLE="dashed" BORDER="1"', "nodes beyond max_nodes, counted"),
@@ -395,8 +417,8 @@ def new_digraph(title: str | None = None) -> graphviz.Digraph:
     # unrolled RNN, tanh(y @ w) x 100) has so many crossing edges that the passes run for
     # minutes at 300 nodes and freeze the kernel (bash scripts/bench measures the layout).
     g = graphviz.Digraph(graph_attr={"rankdir": "TB", "fontname": "Helvetica", "fontsize": "11",
-                                     "nodesep": "0.25", "ranksep": "0.3",
-                                     "nslimit": "2", "nslimit1": "2"},
+                                     "nodesep": "0.2", "ranksep": "0.3",
+                                     "nslimit": "2", "nslimit1": "2", "ordering": "out"},
                          node_attr={"fontname": "Helvetica", "fontsize": "11"},
                          edge_attr={"arrowsize": "0.6", "color": "#555555"})
     if title:
@@ -444,6 +466,44 @@ def pair_dot(left: Snapshot, right: Snapshot, titles=("before", "after"), marks:
         g.body.extend(f"\tL_{s} -> stack [style=invis]\n" for s in sinks)
         _above_all(g.body, "stack", right, "R_")
     return g.source
+
+
+def stacked_dots(left: Snapshot, right: Snapshot, titles=("before", "after"),
+                 marks: Marks = NO_MARKS) -> tuple[str, str]:
+    """The pair as two pictures laid out apart, to be stacked (stack_svgs): one layout of both
+    puts the second beside the first's widest rank, not under it. The legend, for both, goes
+    under the second."""
+    top = to_dot(left, titles[0], legend=False)
+    bottom = new_digraph(titles[1])
+    add_snapshot(bottom, right, marks=marks)
+    bottom.attr(label=legend_label(_features([left, right], marks)), labelloc="b", labeljust="l")
+    bottom.body.insert(0, f"\ttitle [label=<<B>{esc(titles[1])}</B>> shape=plaintext fontsize=12]\n")
+    _above_all(bottom.body, "title", right, "")
+    return top, bottom.source
+
+
+_SVG_HEAD = re.compile(r'<svg width="([\d.]+)pt" height="([\d.]+)pt"\s+viewBox="([^"]*)"')
+
+
+def stack_svgs(svgs: list[str], gap_pt: float = 12.0) -> str:
+    """Graphviz SVGs one above the other, left-aligned, in one SVG (each keeps its own
+    coordinates inside a nested <svg>)."""
+    parts, y, width = [], 0.0, 0.0
+    for svg in svgs:
+        m = _SVG_HEAD.search(svg)
+        w, h = float(m.group(1)), float(m.group(2))
+        body = svg[m.start():]
+        body = body.replace(m.group(0), f'<svg x="0" y="{y:.2f}" width="{w:.2f}" height="{h:.2f}" '
+                                         f'viewBox="{m.group(3)}"', 1)
+        body = re.sub(r"<!--.*?-->", "", body, flags=re.S)
+        parts.append(body.strip())
+        y += h + gap_pt
+        width = max(width, w)
+    height = y - gap_pt
+    return ('<?xml version="1.0" encoding="UTF-8" standalone="no"?>\n'
+            f'<svg width="{width:.0f}pt" height="{height:.0f}pt" viewBox="0.00 0.00 {width:.2f} {height:.2f}" '
+            'xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink">\n'
+            + "\n".join(parts) + "\n</svg>\n")
 
 
 def _sinks(snap: Snapshot) -> list[str]:

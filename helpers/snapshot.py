@@ -58,6 +58,10 @@ class Saved:
     value: str | None = None   # printed form of a non-tensor value; for UNREADABLE, what reading raised
     modified: str | None = None  # held, but changed in place since saved: "version 1 -> 2"
     alias_view: bool = False   # True: same memory as `alias`, but another shape/stride/offset
+    # which buffer (storage) it is, and that buffer's size: two slots with the same `storage` hold
+    # one buffer (a ReLU's result that the next layer also saved). Internal only (an address):
+    # never printed, not compared.
+    storage: tuple | None = dataclasses.field(default=None, compare=False, repr=False)
 
     def __post_init__(self):
         object.__setattr__(self, "state", SavedState(self.state))   # 'held' -> SavedState.HELD; a typo raises
@@ -149,6 +153,24 @@ class Snapshot:
         out = {"held": 0, "freed": 0}
         for _, s in self.saved_tensors():
             out[s.state.value] = out.get(s.state.value, 0) + (s.nbytes or 0)
+        return out
+
+    def shared_buffers(self) -> dict[tuple, list[tuple[Op, Saved]]]:
+        """{buffer: [(op, saved), ...]} for buffers two or more saved slots hold (per state:
+        a freed slot's buffer is the one an earlier walk saw, and its memory may be reused)."""
+        by: dict[tuple, list] = {}
+        for op, s in self.saved_tensors():
+            if s.storage is not None and s.state in (SavedState.HELD, SavedState.FREED):
+                by.setdefault((s.state, s.storage), []).append((op, s))
+        return {k: v for k, v in by.items() if len(v) > 1}
+
+    def unique_bytes_by_state(self) -> dict[str, int]:
+        """bytes_by_state() with a buffer several slots hold counted once (at the largest
+        size a slot shows of it)."""
+        out = self.bytes_by_state()
+        for (state, _), slots in self.shared_buffers().items():
+            sizes = [s.nbytes or 0 for _, s in slots]
+            out[state.value] -= sum(sizes) - max(sizes)
         return out
 
     def count_by_state(self) -> dict[str, int]:

@@ -130,7 +130,7 @@ def _tensor_saved(slot, t, storages) -> Saved:
         alias, view = (same[0], False) if same else (named[0][0], True)
     return Saved(slot=slot, is_tensor=True, state=SavedState.HELD, shape=tuple(t.shape),
                  dtype=dtype_name(t.dtype), nbytes=t.numel() * t.element_size(),
-                 alias=alias, alias_view=view)
+                 alias=alias, alias_view=view, storage=_storage_key(t))
 
 
 def _storage_key(t):

@@ -502,7 +502,8 @@ def report(res) -> str:
                  f"{f['runs']} x {f['median_s']:.2f} s (median)"],
                 ["full validation: unit tests + nbval, -n 2 --dist loadscope", f"{s['wall_s']:.1f} s",
                  f"exit {s['exit']}: {s['summary']}"],
-                ["ratio suite / floor (target <= 1.5)", f"{s['wall_s'] / f['total_s']:.2f} x", ""]]
+                ["ratio suite / floor (reported; its 1.5 x target is withdrawn, issue 12)",
+                 f"{s['wall_s'] / f['total_s']:.2f} x", ""]]
         if "optim_floor" in res:
             o = res["optim_floor"]
             extra = (o["median_s"] - f["median_s"]) * len(o["notebooks"])
@@ -552,7 +553,8 @@ def report(res) -> str:
     if "layout" in res:
         rows = [[r["case"], f"{r['nodes']}{' (capped)' if r['capped'] else ''}",
                  _ms(r["before_ms"], BEFORE_TIMEOUT_S), _ms(r["after_ms"]),
-                 "-" if r["before_ms"] is None else f"{r['before_ms'] / r['after_ms']:.0f} x",
+                 (f"> {BEFORE_TIMEOUT_S * 1000 / r['after_ms']:.0f} x" if r["before_ms"] is None
+                  else f"{r['before_ms'] / r['after_ms']:.1f} x") if r["after_ms"] else "-",
                  str(r["refs"]), _ms(r["torchviz_ms"], BEFORE_TIMEOUT_S)]
                 for r in res["layout"]["rows"]]
         parts.append("Layout + SVG (bundled Graphviz, ms): before = a shared leaf's every use an edge from its "

@@ -353,6 +353,11 @@ def check_picture(roots, names, cap, svg=False):
     for box in snap.tensors.values():     # every name is in the DOT, escaped (reference: html)
         safe = html.escape(box.name, quote=True).replace("{", "&#123;").replace("}", "&#125;")
         assert f"<B>{safe}</B>" in pic.dot
+    shared = snap.shared_buffers()  # one buffer, several slots: marked on each, counted once
+    u, b = snap.unique_bytes_by_state(), snap.bytes_by_state()
+    assert all(0 <= u[k] <= b[k] for k in b) and (u == b) == (not shared)
+    assert pic.dot.count("<I>shared buffer</I>") == sum(len(v) for v in shared.values())
+    STATS["shared buffers"] += len(shared)
     refs = far_leaf_uses(snap)     # far uses of a shared leaf: one reference box each, no edge
     assert pic.dot.count("same leaf</FONT>") == len(refs)
     for leaf, op in refs:

@@ -129,3 +129,11 @@ def test_needs_a_recording_and_holds_no_graph():
     assert alive() is None                        # the recording keeps no tensor or node alive
     rec.remove()
     assert not net._forward_hooks
+
+
+def test_when_one_open_block_is_still_too_many_the_whole_run_is_one_box():
+    enc, loss = transformer(6)
+    pic = draw(loss, modules=enc, max_nodes=80)
+    assert "&#215;5 TransformerEncoderLayer" in pic.dot and "layers.1 &#8230; layers.5" in pic.dot
+    assert "layers.0: TransformerEncoderLayer" in pic.dot and pic.dot.count("[label=") <= 80
+    assert "collapsed in the picture: 5 x TransformerEncoderLayer (layers.1 ... layers.5)" in pic.text

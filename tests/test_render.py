@@ -6,6 +6,7 @@ import re
 import subprocess
 import sys
 
+import pytest
 import torch
 from autograd_programs import seed_graph
 from hypothesis import given, settings
@@ -201,7 +202,7 @@ def test_a_pair_too_wide_side_by_side_is_stacked():
     from helpers.graph import READABLE_WIDTH_PT, compare, svg_width_pt
 
     torch.manual_seed(0)
-    xs = [torch.randn(3, requires_grad=True) for _ in range(7)]
+    xs = [torch.randn(3, requires_grad=True) for _ in range(4)]
     loss = sum((x.exp() * x.sin()).sum() for x in xs)
     names = {f"x{i}": x for i, x in enumerate(xs)}
     before = snapshot(loss, names=names)
@@ -209,10 +210,12 @@ def test_a_pair_too_wide_side_by_side_is_stacked():
     pic = compare(before, snapshot(loss, names=names))
     side = render.svg_from_dot(render.pair_dot(before, pic.after))
     assert svg_width_pt(side) > READABLE_WIDTH_PT                 # side by side: unreadable
-    assert svg_width_pt(pic.svg) < svg_width_pt(side) and pic.dot == pic.alternative
-    assert "stack -> R_" in pic.dot
+    assert svg_width_pt(pic.svg) < svg_width_pt(side) and pic.stacked
+    assert pic.dot == "\n".join(pic.alternative) and pic.svg.count("<svg") == 3     # two, nested
+    top, bottom = (svg_width_pt(render.svg_from_dot(d)) for d in pic.alternative)
+    assert svg_width_pt(pic.svg) == pytest.approx(max(top, bottom), abs=1)
     small = compare(*_seed_pair())
-    assert svg_width_pt(small.svg) <= READABLE_WIDTH_PT and "stack" not in small.dot
+    assert svg_width_pt(small.svg) <= READABLE_WIDTH_PT and not small.stacked
 
 
 def _seed_pair():
@@ -233,3 +236,42 @@ def test_pictures_cap_gradients_and_drop_size_bookkeeping():
     pic = draw(loss, names={"x": x})
     assert "grad: [2, 2, 2, 2, ...]" in pic.dot and "grad=[2, 2, 2, 2, 2, 2]" in pic.text
     assert "size value" not in pic.dot and "self_sym_sizes" in pic.text
+
+
+def test_one_buffer_saved_by_two_slots_is_said_and_counted_once():
+    from helpers.graph import watch
+
+    x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = x * 2
+    loss = (y * y).sum()           # MulBackward0 saves y as self and as other: one buffer
+    with watch(loss, names={"x": x, "y": y, "loss": loss}) as w:
+        loss.backward()
+    snap = w.before
+    (slots,) = snap.shared_buffers().values()
+    assert sorted(s.slot for _, s in slots) == ["other", "self"]
+    assert snap.bytes_by_state()["held"] == 32 and snap.unique_bytes_by_state()["held"] == 20   # 12 + 8
+    assert "shared buffers: 1 buffer(s) saved by 2 slots; counted once: 20 B held, 0 B freed" in w.picture.text
+    assert "shared buffers: 1 buffer(s) saved by 2 slots; counted once: 0 B held, 20 B freed" in w.picture.text
+    assert "freed 3 saved tensor(s), 20 B:" in w.picture.text
+    assert w.picture.dot.count("<I>shared buffer</I>") == 4 and "counted once)" in w.picture.dot
+    e = x.exp()                    # ExpBackward0 saves its result, and the product saves it again
+    assert len(snapshot(e * x).shared_buffers()) == 1
+    z = (x * torch.ones(3, requires_grad=True)).sum()    # two different tensors: nothing said
+    assert not snapshot(z).shared_buffers() and "shared buffer" not in draw(z).dot + draw(z).text
+
+
+def test_the_box_whose_grad_changed_is_marked():
+    from helpers.graph import watch
+
+    x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    w_ = torch.tensor([1.0, 1.0, 1.0], requires_grad=True)
+    y = x * 2
+    y.retain_grad()
+    loss = (y * y).sum() + (w_.detach() * 0).sum()
+    with watch(loss, names={"x": x, "y": y, "w": w_, "loss": loss}) as w:
+        loss.backward()
+    mark = f'<FONT COLOR="{render.CHANGED}"><B>'
+    assert w.picture.dot.count(mark) == 2 and ".grad changed by this call" in w.picture.dot
+    right = w.picture.dot.split("cluster_R")[1]
+    assert re.search(r"<B>x</B>.*?" + re.escape(mark) + r"\[8, 16, 24\]", right)
+    assert mark not in w.picture.dot.split("cluster_R")[0]                 # before: nothing changed
