@@ -18,13 +18,28 @@ def format_warning(message, category, filename, lineno, line=None) -> str:
 
 
 def setup(seed: int = 0) -> None:
-    """Call once at the top of every notebook: seeds, print options, stable warnings, and a
-    text description (alt) for every figure shown."""
+    """Call once at the top of every notebook: seeds, print options, stable warnings, short
+    error reports, and a text description (alt) for every figure shown."""
     torch.manual_seed(seed)
     torch.set_printoptions(precision=4, sci_mode=False)
     warnings.formatwarning = format_warning
     warnings.simplefilter("always")   # a warning shows each time its cell runs, not once
+    short_errors()
     describe_figures()
+
+
+def short_errors() -> None:
+    """In IPython, an error shows as `ErrorType: message` only (IPython's "Minimal" mode, as
+    `%xmode Minimal` sets it, without the magic's printed line): the lessons' errors are about
+    the message, and a full traceback would show torch's internals and the install path of
+    whoever ran the notebook last. `%xmode Context` brings the full traceback back."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return
+    ip = get_ipython()
+    if ip is not None:
+        ip.InteractiveTB.set_mode("Minimal")
 
 
 def describe_figures() -> None:

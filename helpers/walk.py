@@ -17,9 +17,7 @@ from collections.abc import Mapping
 import torch
 from torch.autograd.graph import Node
 
-# The data model and the formatters live in helpers.snapshot. fmt_bytes and fmt_values stay
-# importable from here for notebooks 01, 06, 08, written before they moved (fmt_bytes is here
-# only for them: drop it once their imports name helpers.snapshot).
+# The data model and the formatters live in helpers.snapshot (notebooks import them from there).
 from .snapshot import (
     GraphInputError,
     Op,
@@ -29,7 +27,6 @@ from .snapshot import (
     Snapshot,
     TensorBox,
     dtype_name,
-    fmt_bytes,  # noqa: F401  (re-export)
     fmt_number,
     fmt_values,
 )
