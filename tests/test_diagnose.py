@@ -338,13 +338,21 @@ def test_magic_in_a_real_ipython_shell():
 
 
 # -- step colours ------------------------------------------------------------------------
-def test_draw_steps_colours_each_step():
+def two_clocked_steps(backward_first_step=False):
+    """h = tanh(w * h + w) twice, each step ticked on a StepClock; optionally step 1 backwarded."""
     clock = StepClock()
     w = torch.ones(2, requires_grad=True)
     h = torch.zeros(2)
-    for _ in range(2):
+    for step in range(2):
         clock.tick()
         h = torch.tanh(w * h + w)
+        if backward_first_step and step == 0:
+            h.sum().backward()
+    return h, clock
+
+
+def test_draw_steps_colours_each_step():
+    h, clock = two_clocked_steps()
     pic = draw_steps(h.sum(), clock=clock)
     lines = pic.text.splitlines()
     step1 = next(line for line in lines if line.startswith("step 1:"))
@@ -371,14 +379,7 @@ def test_render_marks_fills_path_and_legend_are_additive():
 
 
 def test_step_picture_counts_by_step():
-    clock = StepClock()
-    w = torch.ones(2, requires_grad=True)
-    h = torch.zeros(2)
-    for _ in range(2):
-        clock.tick()
-        h = torch.tanh(w * h + w)
-        if _ == 0:
-            h.sum().backward(retain_graph=False)
+    h, clock = two_clocked_steps(backward_first_step=True)
     pic = draw_steps(h.sum(), clock=clock)
     by = pic.saved_states_by_step()
     assert by[1]["freed"] > 0 and by[1]["held"] == 0 and by[2]["freed"] == 0 and by[2]["held"] > 0
