@@ -36,8 +36,7 @@ SOURCES = {
     "004": ("Stack Overflow", "What does the parameter retain_graph mean in the Variable's backward() method?"),
 }
 
-NB01, NB03, NB04, NB09 = ("01_shared_graph_retain_graph.ipynb", "03_summed_vs_sequential.ipynb",
-                          "04_retain_grad_placement.ipynb", "09_fact_check.ipynb")
+NB03, NB04, NB09 = ("03_summed_vs_sequential.ipynb", "04_retain_grad_placement.ipynb", "09_fact_check.ipynb")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -52,11 +51,6 @@ class Quote:
     @property
     def source(self) -> str:
         return self.id.split("-")[0]
-
-    def cited(self) -> str:
-        """'Stack Overflow: *What does ...?*', the source as learners see it."""
-        kind, title = SOURCES[self.source]
-        return f"{kind}: *{title}*"
 
 
 def _q(*entries):

@@ -394,9 +394,7 @@ def grouped_picture(roots, names=None, title=None, max_nodes=300, modules=None):
                                                 if t.role is Role.LEAF and t.name in param_names
                                                 and t.id in of))
     text = module_table(full, groups, runs) + "\n" + describe(full)
-    pic = GraphPicture(snap, title, grouping=grouping, text=text)
-    pic.full_snapshot = full
-    return pic
+    return GraphPicture(snap, title, grouping=grouping, text=text)
 
 
 def _depths(groups) -> dict:
