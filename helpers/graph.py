@@ -190,7 +190,9 @@ def draw(*roots, names=None, title=None, max_nodes=300, modules=None) -> GraphPi
 
 def compare(before: GraphPicture | Snapshot, after: GraphPicture | Snapshot,
             titles=("before", "after")) -> ComparePicture:
-    """Two pictures of the same graph side by side (typically around a backward call)."""
+    """Two snapshots side by side (stacked when too wide), with what changed between them: two
+    different graphs, or one graph at two moments. It draws no 'ran #k' marks, since it never saw
+    a backward call run; to see what one call ran and freed, wrap the call in `watch(...)`."""
     b = before.snapshot if isinstance(before, GraphPicture) else before
     a = after.snapshot if isinstance(after, GraphPicture) else after
     return ComparePicture(b, a, titles)
