@@ -34,8 +34,10 @@ import torch
 
 from . import render
 from .graph import Picture, describe
+from .notebook import shell
 from .snapshot import GraphInputError, SavedState, Snapshot
-from .walk import COUNT_LIMIT, snapshot_with_ids
+from .trace import next_sequence_nr
+from .walk import COUNT_LIMIT, check_max_nodes, snapshot_with_ids
 
 FREED_TEXT = "Trying to backward through the graph a second time"
 
@@ -201,11 +203,7 @@ def _owner(ns, leaves) -> str | None:
 
 
 def _ipython_namespace():
-    try:
-        from IPython import get_ipython
-    except ImportError:
-        return None
-    ip = get_ipython()
+    ip = shell()
     return None if ip is None else ip.user_ns
 
 
@@ -279,9 +277,10 @@ def why_backward_failed(what=None, *, names=None, max_nodes: int = 60) -> Diagno
 
 
 def _diagnose(what, names, max_nodes) -> Diagnosis:
-    if isinstance(max_nodes, bool) or not isinstance(max_nodes, int) or max_nodes < 1:
-        return _message("bad input", f"why_backward: max_nodes must be a whole number of nodes, "
-                                     f"at least 1; got {max_nodes!r}.")
+    try:
+        check_max_nodes(max_nodes)
+    except GraphInputError as err:
+        return _message("bad input", f"why_backward: {err}")
     err, roots = None, None
     if what is None:
         err = getattr(sys, "last_value", None)
@@ -520,8 +519,7 @@ class StepClock:
         self.starts = []
 
     def tick(self) -> None:
-        with torch.enable_grad():   # a throwaway node reads the creation counter
-            self.starts.append(_seq(torch.zeros(1, requires_grad=True).view(1).grad_fn) + 1)
+        self.starts.append(next_sequence_nr())
 
     def step_of(self, fn) -> int:
         """0 for nodes made before the first tick, else the step (1, 2, ...) that made `fn`."""
@@ -573,12 +571,7 @@ def draw_steps(*roots, clock: StepClock, names=None, title=None, max_nodes=120) 
 def enable_magic() -> None:
     """Register %why_backward in the running IPython (silent and safe to call again, unlike a
     second %load_ext, which prints). Does nothing outside IPython."""
-    ip = None
-    try:
-        from IPython import get_ipython
-        ip = get_ipython()
-    except ImportError:
-        pass
+    ip = shell()
     if ip is not None:
         load_ipython_extension(ip)
 

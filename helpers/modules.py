@@ -27,6 +27,7 @@ import torch
 
 from . import render
 from .snapshot import GraphInputError, Role, SavedState, Snapshot, fmt_bytes
+from .trace import next_sequence_nr
 from .walk import COUNT_LIMIT, snapshot_with_ids
 
 
@@ -53,13 +54,6 @@ class Call:
 
 
 _RECORDINGS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
-def _next_sequence_nr() -> int:
-    """The sequence number the next autograd node will get (it makes one to find out)."""
-    with torch.enable_grad():
-        probe = torch.empty(0, requires_grad=True).neg()
-    return probe.grad_fn._sequence_nr() + 1
 
 
 def _grad_fns(obj, out, depth=0):
@@ -103,7 +97,7 @@ class ModuleRecording:
     def _pre(self, path):
         def hook(module, args):
             if torch.is_grad_enabled():
-                self._starts.append((path, _next_sequence_nr()))
+                self._starts.append((path, next_sequence_nr()))
         return hook
 
     def _post(self, path):

@@ -33,11 +33,7 @@ def short_errors() -> None:
     `%xmode Minimal` sets it, without the magic's printed line): the lessons' errors are about
     the message, and a full traceback would show torch's internals and the install path of
     whoever ran the notebook last. `%xmode Context` brings the full traceback back."""
-    try:
-        from IPython import get_ipython
-    except ImportError:
-        return
-    ip = get_ipython()
+    ip = shell()
     if ip is not None:
         ip.InteractiveTB.set_mode("Minimal")
 
@@ -46,11 +42,7 @@ def describe_figures() -> None:
     """In IPython, every matplotlib figure's picture gets an `alt` text in its output metadata
     (helpers.plots.figure_alt): the static site shows it, a screen reader reads it. Registered
     by class name, so matplotlib is not imported until a figure is shown."""
-    try:
-        from IPython import get_ipython
-    except ImportError:
-        return
-    ip = get_ipython()
+    ip = shell()
     if ip is not None:
         ip.display_formatter.mimebundle_formatter.for_type_by_name(
             "matplotlib.figure", "Figure", _figure_alt_metadata)
@@ -74,7 +66,8 @@ def versions() -> str:
 _verified: tuple | None = None   # (cell, kind, stable_text, error) of the last check that passed
 
 
-def _shell():
+def shell():
+    """The running IPython shell, or None (plain Python, or IPython not installed)."""
     try:
         from IPython import get_ipython
     except ImportError:
@@ -99,11 +92,11 @@ def _count_cells(shell) -> None:
 
 def _current_cell():
     """(number, source) of the IPython cell running now, or None outside IPython."""
-    cells = getattr(_shell(), "_backward_twice_cells", None)
+    cells = getattr(shell(), "_backward_twice_cells", None)
     return tuple(cells) if cells else None
 
 
-_count_cells(_shell())   # at import: cells from here on are counted (the importing one is not)
+_count_cells(shell())   # at import: cells from here on are counted (the importing one is not)
 
 
 def _ran_just_before(cell, earlier) -> bool:

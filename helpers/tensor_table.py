@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import torch
 
 from helpers.snapshot import GraphInputError
-from helpers.walk import _not_a_tensor
+from helpers.walk import not_a_tensor
 
 COLUMNS = ("is_leaf", "requires_grad", "retains_grad", "grad_filled")
 
@@ -32,7 +32,7 @@ class TensorState:
 def tensor_state(t: torch.Tensor) -> TensorState:
     """The four facts of the table for one tensor, read without the non-leaf .grad warning."""
     if not isinstance(t, torch.Tensor):
-        raise GraphInputError(_not_a_tensor("tensor_state's argument", t))
+        raise GraphInputError(not_a_tensor("tensor_state's argument", t))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")        # "The .grad attribute of a Tensor that is not a leaf..."
         grad = t.grad
@@ -47,7 +47,7 @@ def _check_names(names) -> dict:
         if not isinstance(name, str):
             raise GraphInputError(f"at_a_glance: names must be strings; got key {name!r}.")
         if not isinstance(t, torch.Tensor):
-            raise GraphInputError(_not_a_tensor(f"at_a_glance: {name!r}", t))
+            raise GraphInputError(not_a_tensor(f"at_a_glance: {name!r}", t))
     return dict(names)
 
 

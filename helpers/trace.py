@@ -172,3 +172,10 @@ def where_backward_stops(*roots):
             raise
         finally:
             stop.ran = [_short(trace.nodes[s.node_index]) for s in trace.steps]
+
+
+def next_sequence_nr() -> int:
+    """The sequence number the next autograd node will get (it makes one to find out)."""
+    with torch.enable_grad():
+        probe = torch.empty(0, requires_grad=True).neg()
+    return probe.grad_fn._sequence_nr() + 1

@@ -205,7 +205,7 @@ def check_roots(roots, names) -> None:
             "draw() needs at least one tensor: call draw(loss), or draw(d, e, names={'d': d, 'e': e}).")
     for i, t in enumerate(roots, 1):
         if not isinstance(t, torch.Tensor):
-            raise GraphInputError(_not_a_tensor(f"argument {i}", t))
+            raise GraphInputError(not_a_tensor(f"argument {i}", t))
         if _grad_fn(t, f"argument {i}") is None and not t.requires_grad:
             raise GraphInputError(
                 f"argument {i} has no autograd graph: requires_grad=False and no grad_fn. "
@@ -219,7 +219,7 @@ def check_roots(roots, names) -> None:
         if not isinstance(name, str):
             raise GraphInputError(f"names must map a name (str) to a tensor; got key {name!r}.")
         if not isinstance(t, torch.Tensor):
-            raise GraphInputError(_not_a_tensor(f"names[{name!r}]", t))
+            raise GraphInputError(not_a_tensor(f"names[{name!r}]", t))
         _grad_fn(t, f"names[{name!r}]")
 
 
@@ -239,7 +239,7 @@ def _grad_fn(t, where):
                               f"draw: {str(err).splitlines()[0]}") from None
 
 
-def _not_a_tensor(where, obj) -> str:
+def not_a_tensor(where, obj) -> str:
     kind = "None" if obj is None else f"a {type(obj).__name__}"
     hint = "pass the tensor whose graph you want, for example draw(loss)."
     if obj is None:

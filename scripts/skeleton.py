@@ -22,7 +22,7 @@ from scripts import lengths, nav  # lengths: where the core path ends; nav: the 
 
 ANSWER = re.compile(r"^\s*(answer_\w+)\s*=\s*\.\.\.", re.M)
 CHECK = re.compile(r"""\bcheck\(\s*["']([\w.]+)["']""")
-HEADING = re.compile(r"^(#{1,6})\s+(.*\S)\s*$")
+HEADING = lengths.HEADING     # one heading rule for the core path and the kit
 
 
 def heading(cell):

@@ -21,13 +21,12 @@ from __future__ import annotations
 import argparse
 import copy
 import pathlib
-import re
 import shutil
 import sys
 
 import nbformat
 
-from scripts import BUILD, nav, skeleton  # nav: notebook order
+from scripts import BUILD, lengths, nav, skeleton  # nav: notebook order
 
 DEFAULT_OUT = BUILD / "student"
 CHECK_POINTS = 1          # nbgrader points of an exercise's check cell (its hidden test asserts the answer)
@@ -53,7 +52,9 @@ def nbgrader_meta(kind, gid, points=None) -> dict:
 def without_solutions(markdown: str) -> str:
     """The text before the '## Solutions' heading (a cell may hold the summary above it)."""
     lines = markdown.splitlines(keepends=True)
-    cut = next(i for i, line in enumerate(lines) if re.match(r"##\s+Solutions\b", line))
+    solutions = dict(lengths.FOLDED)["solution"]     # the rule lengths and skeleton use
+    cut = next(i for i, line in enumerate(lines)
+               if (m := lengths.HEADING.match(line)) and solutions.match(m.group(2)))
     head = "".join(lines[:cut]).rstrip()
     return head + "\n\n" if head else ""
 

@@ -192,8 +192,6 @@ def plan(minutes: dict, length: int, sessions: int) -> tuple:
             this.append((order[i], minutes[order[i]] + ACTIVITY_MINUTES))
             used += minutes[order[i]] + ACTIVITY_MINUTES
             i += 1
-            if used > length:
-                break
         plans.append(this)
     return plans, order[i:]
 
