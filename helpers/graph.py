@@ -145,8 +145,9 @@ class ComparePicture(Picture):
         changed = frozenset(t.id for t in after.tensors.values()
                             if (t.role is Role.LEAF or t.retains_grad) and t.grad != was.get(t.name))
         marks = render.Marks(ran=self.ran, changed=changed)
-        super().__init__(render.pair_dot(before, after, titles, marks),
-                         text, alternative=render.stacked_dots(before, after, titles, marks))
+        sizes = render.pair_sizes(before, after, titles, marks)   # a node: same size, same place
+        super().__init__(render.pair_dot(before, after, titles, marks, sizes=sizes),
+                         text, alternative=render.stacked_dots(before, after, titles, marks, sizes=sizes))
 
 
 def changes(before: Snapshot, after: Snapshot) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import html
+import math
 import os
 import re
 import shutil
@@ -246,6 +247,46 @@ def far_leaf_uses(snap: Snapshot, far: int = FAR_RANKS) -> set[tuple[str, str]]:
 
 
 # --------------------------------------------------------------------------------
+# Framework plumbing: nn.Linear computes x @ W.T, so every Linear layer adds a TBackward0 box
+# between its weight and its AddmmBackward0/MmBackward0. The picture folds it into an edge
+# marked with a small T (the text form keeps the node).
+TRANSPOSE = "TBackward0"
+
+
+def folded_transposes(snap: Snapshot) -> dict[str, tuple[str, str]]:
+    """{TBackward0 id: (leaf id, user op id)} for each transpose drawn as a marked edge: it saved
+    nothing, its one input is a leaf, and its one output edge goes to an op (no named tensor)."""
+    outs: dict[str, list[str]] = {}
+    for a, b in snap.edges:
+        outs.setdefault(a, []).append(b)
+    folded = {}
+    for op in snap.ops.values():
+        if op.name != TRANSPOSE or op.saved or len(op.inputs) != 1 or op.id in snap.cut_at:
+            continue
+        (leaf,), users = op.inputs, outs.get(op.id, [])
+        if snap.role(leaf) is Role.LEAF and len(users) == 1 and users[0] in snap.ops:
+            folded[op.id] = (leaf, users[0])
+    return folded
+
+
+def _transpose_edge(tail: str, head: str, order, running: bool, path: bool) -> str:
+    """The edge from a weight (or its reference box) to the op that used its transpose, marked
+    '.T' just below the weight, right of the edge (as the user's saved 'weight.T' says); purple,
+    with its order, if it ran. The mark's twin in a transparent font keeps it off the line."""
+    mark, colour = ".T", ""
+    if order:
+        mark += " " + ", ".join(f"#{k}" for k in order[:3])
+        colour = f' color="{RAN}" fontcolor="{RAN}" penwidth=2'
+    if running or path:
+        colour = f' color="{HIGHLIGHT}" penwidth=3'
+    text = f"<B>{esc(mark)}</B>"
+    label = (f'<<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="1"><TR>'
+             f'<TD><FONT COLOR="transparent">{text}</FONT></TD><TD>{text}</TD></TR></TABLE>>')
+    return (f"\t{tail} -> {head} [taillabel={label} fontname=Helvetica fontsize=11 "
+            f"labelangle=0 labeldistance=1{colour}]\n")
+
+
+# --------------------------------------------------------------------------------
 @dataclass
 class Grouping:
     """Clusters of a picture: `of` maps a node id to its cluster; `clusters` maps a cluster
@@ -261,7 +302,8 @@ class Grouping:
 
 def add_snapshot(g: graphviz.Digraph, snap: Snapshot, prefix: str = "", highlight=(),
                  marks: Marks = NO_MARKS, grouping: Grouping | None = None,
-                 refs: bool = True) -> None:
+                 refs: bool = True, sizes: Mapping[str, tuple[int, int]] | None = None,
+                 fold: bool = True) -> None:
     """Add the nodes and edges of `snap` to `g`, ids prefixed (for pictures of two snapshots).
 
     Node and edge lines are appended to `g.body` directly, in exactly the form
@@ -270,6 +312,9 @@ def add_snapshot(g: graphviz.Digraph, snap: Snapshot, prefix: str = "", highligh
     identifiers and our labels are HTML labels, so graphviz's per-call quoting
     would change nothing and costs more than building the labels.
     refs: draw far uses of a shared leaf as reference boxes (see far_leaf_uses).
+    sizes: {node id: (width, height) in points}, the box sizes of related pictures (box_sizes):
+    each box is drawn that size, so a node keeps its size and place from picture to picture.
+    fold: draw a Linear weight's TBackward0 as a marked edge (folded_transposes).
     """
     highlight = set(highlight) | set(marks.highlight)
     ran = marks.ran
@@ -288,8 +333,23 @@ def add_snapshot(g: graphviz.Digraph, snap: Snapshot, prefix: str = "", highligh
                  _tensor_label(t, t.id in highlight, ran.get(t.id), t.id in marks.changed, marks.fills.get(t.id)))
         lines[t.id] = f"\t{prefix}{t.id} [label={label} margin=0 shape=plaintext]\n"
     far = far_leaf_uses(snap) if refs else set()
+    folded = folded_transposes(snap) if fold else {}
+    for t in folded:
+        del lines[t]
     edges = []
     for a, b in snap.edges:
+        if b in folded:       # weight -> its transpose: drawn with the transpose's own edge
+            continue
+        if a in folded:       # transpose -> user: from the weight (or its reference box)
+            leaf, t = folded[a][0], a
+            tail = f"{leaf}_to_{t}" if (leaf, t) in far else leaf
+            if tail != leaf:
+                lines[tail] = f"\t{prefix}{tail} [label={_ref_label(snap.tensors[leaf])} margin=0 shape=plaintext]\n"
+                if grouping is not None and b in grouping.of:
+                    grouping.of.setdefault(tail, grouping.of[b])
+            edges.append(_transpose_edge(prefix + tail, prefix + b, ran.get(t), t in highlight,
+                                         (leaf, t) in marks.path or (t, b) in marks.path))
+            continue
         if (a, b) in far:
             rid = f"{a}_to_{b}"
             lines[rid] = f"\t{prefix}{rid} [label={_ref_label(snap.tensors[a])} margin=0 shape=plaintext]\n"
@@ -301,6 +361,10 @@ def add_snapshot(g: graphviz.Digraph, snap: Snapshot, prefix: str = "", highligh
         if (a, b) in marks.path:
             style = f' [color="{HIGHLIGHT}" penwidth=3]'
         edges.append(f"\t{prefix}{a} -> {prefix}{b}{style}\n")
+    if sizes:
+        for nid, size in sizes.items():
+            if nid in lines:
+                lines[nid] = sized(lines[nid], size)
     if grouping is None:
         g.body.extend(lines.values())
     else:
@@ -349,8 +413,55 @@ def _add_clusters(body: list, lines: dict, grouping: Grouping, prefix: str) -> N
 
 
 # --------------------------------------------------------------------------------
+# Same size, same place: a before/after pair and a stepper's frames draw the same graph with
+# labels of different sizes (a FREED mark, a longer grad, a 'ran #k' badge), and dot lays out
+# each picture from its own sizes: the trunk moved between 'before' and 'after'. Each box is
+# measured once in every picture of the set, and drawn at the largest size in all of them.
+def box_sizes(pictures, titles=()) -> dict[str, tuple[int, int]]:
+    """{node id: (width, height)} in whole points, the largest over `pictures`, a list of
+    (Snapshot, Marks) drawn in one set (a pair, a stepper's frames); "title": the largest of
+    `titles` (to_dot's title node). Measured by one layout of every box alone: no edges, one rank."""
+    g = new_digraph()
+    g.node_attr.update(width="0", height="0")     # a box's own size, not dot's 0.75 x 0.5 minimum
+    for i, (snap, marks) in enumerate(pictures):
+        part = new_digraph()
+        add_snapshot(part, snap, prefix=f"p{i}_", marks=marks)
+        g.body.extend(line for line in part.body if " -> " not in line)
+    g.body.extend(_title_line(t, f"t{i}_title") for i, t in enumerate(titles) if t)
+    sizes: dict[str, tuple[int, int]] = {}
+    for line in laid_out(g.source, "plain").splitlines():
+        if line.startswith("node "):
+            _, name, _, _, w, h = line.split(" ", 6)[:6]
+            key = name.split("_", 1)[1]
+            w, h = math.ceil(float(w) * 72 - 0.01), math.ceil(float(h) * 72 - 0.01)
+            old = sizes.get(key, (0, 0))
+            sizes[key] = (max(old[0], w), max(old[1], h))
+    return sizes
+
+
+def sized(line: str, size: tuple[int, int]) -> str:
+    """A node line from add_snapshot, its box drawn `size` (points) or larger: the table's WIDTH
+    and HEIGHT, so edges still end at the box, and the width of a coloured first row (an op's
+    name), which dot does not stretch to a wider table by itself."""
+    w, h = size
+    line = line.replace("label=<<TABLE ", f'label=<<TABLE WIDTH="{w}" HEIGHT="{h}" ', 1)
+    border = _BORDER.search(line)
+    if border is not None and "<TR><TD BGCOLOR=" in line:
+        line = line.replace("<TR><TD BGCOLOR=", f'<TR><TD WIDTH="{w - 2 * int(border.group(1))}" BGCOLOR=', 1)
+    return line
+
+
+_BORDER = re.compile(r'<TABLE [^>]*?BORDER="(\d+)" CELLBORDER="0" CELLSPACING="0"')
+
+
+def _title_line(title: str, node: str = "title", size=None) -> str:
+    wh = "" if size is None else f" width={size[0] / 72} height={size[1] / 72}"
+    return f"\t{node} [label=<<B>{esc(title)}</B>> shape=plaintext fontsize=12{wh}]\n"
+
+
+# --------------------------------------------------------------------------------
 # The legend: every mark a picture uses, explained in the picture itself.
-def _features(snaps, marks: Marks, grouping=None) -> list[str]:
+def features(snaps, marks: Marks, grouping=None) -> list[str]:
     present = []
     saved = [s for snap in snaps for _, s in snap.saved_tensors()]
     roles = {t.role for snap in snaps for t in snap.tensors.values()}
@@ -375,6 +486,8 @@ def _features(snaps, marks: Marks, grouping=None) -> list[str]:
         present.append("changed")
     if any(far_leaf_uses(snap) for snap in snaps):
         present.append("ref")
+    if any(folded_transposes(snap) for snap in snaps):
+        present.append("transpose")
     if grouping is not None and grouping.clusters:
         present.append("module")
     if any(snap.truncated for snap in snaps):
@@ -394,6 +507,7 @@ _LEGEND_ENTRIES = {
     "ran": (f'BGCOLOR="{RAN}"', "ran #k: ran in this backward, k-th"),
     "changed": (f'BGCOLOR="{CHANGED}"', ".grad changed by this call"),
     "ref": (f'BGCOLOR="{LEAF}" STYLE="dashed" BORDER="1"', "same leaf, drawn again near a far use"),
+    "transpose": ("", ".T on an edge: the weight enters transposed (TBackward0, drawn as the edge)"),
     "module": (f'COLOR="{CLUSTER}" STYLE="rounded" BORDER="1"', "module call: saved bytes held / freed"),
     "more": (f'COLOR="{FREED}" STYLE="dashed" BORDER="1"', "nodes beyond max_nodes, counted"),
 }
@@ -427,17 +541,21 @@ def new_digraph(title: str | None = None) -> graphviz.Digraph:
 
 
 def to_dot(snap: Snapshot, title=None, highlight=(), marks: Marks = NO_MARKS,
-           grouping: Grouping | None = None, legend: bool = True, refs: bool = True) -> str:
+           grouping: Grouping | None = None, legend: bool = True, refs: bool = True,
+           sizes=None, entries=None) -> str:
     """DOT of one snapshot. refs=False draws every use of a shared leaf as an edge from its one
-    box (slow to lay out for a weight used across many ranks: kept for the benchmark)."""
+    box (slow to lay out for a weight used across many ranks: kept for the benchmark).
+    sizes: box sizes shared with related pictures (box_sizes); entries: the legend's entries
+    when they are shared too (a stepper's frames), else this picture's own."""
     g = new_digraph(title)
-    add_snapshot(g, snap, highlight=highlight, marks=marks, grouping=grouping, refs=refs)
+    add_snapshot(g, snap, highlight=highlight, marks=marks, grouping=grouping, refs=refs, sizes=sizes)
     if legend:
         marks = replace(marks, highlight=frozenset(highlight) | marks.highlight)
-        g.attr(label=legend_label(_features([snap], marks, grouping), extra=marks.legend),
-               labelloc="b", labeljust="l")
+        if entries is None:
+            entries = features([snap], marks, grouping)
+        g.attr(label=legend_label(entries, extra=marks.legend), labelloc="b", labeljust="l")
         if title:   # the title goes on top, as a node: the graph label holds the legend
-            g.body.insert(0, f"\ttitle [label=<<B>{esc(title)}</B>> shape=plaintext fontsize=12]\n")
+            g.body.insert(0, _title_line(title, size=(sizes or {}).get("title")))
             _above_all(g.body, "title", snap, "")
     return g.source
 
@@ -450,16 +568,17 @@ def _above_all(body: list, node: str, snap: Snapshot, prefix: str) -> None:
 
 
 def pair_dot(left: Snapshot, right: Snapshot, titles=("before", "after"), marks: Marks = NO_MARKS,
-             stacked: bool = False) -> str:
+             stacked: bool = False, sizes=None) -> str:
     """Both snapshots in one layout, as two clusters: side by side, or (stacked=True) the
-    first above the second. `marks` apply to the second (the nodes a backward call ran)."""
+    first above the second. `marks` apply to the second (the nodes a backward call ran).
+    sizes: box sizes shared by both (pair_sizes)."""
     g = new_digraph()
-    g.attr(label=legend_label(_features([left, right], marks)), labelloc="b", labeljust="l")
+    g.attr(label=legend_label(features([left, right], marks)), labelloc="b", labeljust="l")
     for key, snap, title, m in (("L", left, titles[0], NO_MARKS), ("R", right, titles[1], marks)):
         with g.subgraph(name=f"cluster_{key}") as sub:
             sub.attr(label=f"<<B>{esc(title)}</B>>", labelloc="t", fontsize="13", style="rounded",
                      color="#999999")
-            add_snapshot(sub, snap, prefix=key + "_", marks=m)
+            add_snapshot(sub, snap, prefix=key + "_", marks=m, sizes=sizes)
     if stacked:   # every node of the second below every node of the first
         sinks = _sinks(left)
         g.body.append("\tstack [shape=point style=invis width=0 height=0]\n")
@@ -469,17 +588,37 @@ def pair_dot(left: Snapshot, right: Snapshot, titles=("before", "after"), marks:
 
 
 def stacked_dots(left: Snapshot, right: Snapshot, titles=("before", "after"),
-                 marks: Marks = NO_MARKS) -> tuple[str, str]:
+                 marks: Marks = NO_MARKS, sizes=None) -> tuple[str, str]:
     """The pair as two pictures laid out apart, to be stacked (stack_svgs): one layout of both
     puts the second beside the first's widest rank, not under it. The legend, for both, goes
-    under the second."""
-    top = to_dot(left, titles[0], legend=False)
+    under the second. sizes: box sizes shared by both (pair_sizes)."""
+    top = new_digraph()
+    add_snapshot(top, left, sizes=sizes)
+    top.body.insert(0, _title_line(titles[0], size=(sizes or {}).get("title")))
+    _above_all(top.body, "title", left, "")
     bottom = new_digraph(titles[1])
-    add_snapshot(bottom, right, marks=marks)
-    bottom.attr(label=legend_label(_features([left, right], marks)), labelloc="b", labeljust="l")
-    bottom.body.insert(0, f"\ttitle [label=<<B>{esc(titles[1])}</B>> shape=plaintext fontsize=12]\n")
+    add_snapshot(bottom, right, marks=marks, sizes=sizes)
+    bottom.attr(label=legend_label(features([left, right], marks)), labelloc="b", labeljust="l")
+    bottom.body.insert(0, _title_line(titles[1], size=(sizes or {}).get("title")))
     _above_all(bottom.body, "title", right, "")
-    return top, bottom.source
+    return top.source, bottom.source
+
+
+def pair_sizes(left: Snapshot, right: Snapshot, titles=("before", "after"),
+               marks: Marks = NO_MARKS) -> dict[str, tuple[int, int]]:
+    """box_sizes of a pair (marks on the second), for the nodes both halves draw alike: the
+    same id and the same op or tensor name (compare() may pair two different graphs)."""
+    same = {nid for nid in (*left.ops, *left.tensors) if _kind(left, nid) == _kind(right, nid)}
+    sizes = box_sizes([(left, NO_MARKS), (right, marks)], titles)
+    return {k: v for k, v in sizes.items() if k == "title" or k in same or k.split("_to_")[0] in same}
+
+
+def _kind(snap: Snapshot, nid: str):
+    op = snap.ops.get(nid)
+    if op is not None:
+        return "op", op.name
+    t = snap.tensors.get(nid)
+    return None if t is None else ("tensor", t.name)
 
 
 _SVG_HEAD = re.compile(r'<svg width="([\d.]+)pt" height="([\d.]+)pt"\s+viewBox="([^"]*)"')
@@ -550,11 +689,16 @@ def svg_img(svg: str, alt: str, style: str = "") -> str:
 
 
 def svg_from_dot(source: str) -> str:
+    return laid_out(source, "svg")
+
+
+def laid_out(source: str, fmt: str = "svg") -> str:
+    """`source` laid out by dot, written in `fmt` ('svg', 'plain', 'json'), by render.engine()."""
     if engine() == "dot":
         dot = shutil.which("dot")
         if dot is None:
             raise RuntimeError("BACKWARD_TWICE_ENGINE=dot but no `dot` program is on PATH")
-        done = subprocess.run([dot, "-Tsvg"], input=source.encode(), capture_output=True,
+        done = subprocess.run([dot, f"-T{fmt}"], input=source.encode(), capture_output=True,
                               timeout=DOT_TIMEOUT_S)
         if done.returncode != 0:
             raise RuntimeError("dot failed: " + done.stderr.decode(errors="replace")[-500:])
@@ -562,5 +706,5 @@ def svg_from_dot(source: str) -> str:
     with quiet_fd2():
         import pygraphviz
 
-        svg = pygraphviz.AGraph(string=source).draw(format="svg", prog="dot")
-    return svg.decode() if isinstance(svg, bytes) else svg
+        out = pygraphviz.AGraph(string=source).draw(format=fmt, prog="dot")
+    return out.decode() if isinstance(out, bytes) else out

@@ -69,6 +69,7 @@ class Stepper:
         self.title = title or "backward, step by step"
         self.raised = raised
         self._svgs: dict[int, str] = {}
+        self._layout = None      # (box sizes, legend entries), shared by every frame
         self._widget = None
 
     # -- facts, for asserts in notebooks ------------------------------------------
@@ -118,15 +119,33 @@ class Stepper:
         return self.text
 
     # -- pictures -------------------------------------------------------------------
+    def _title(self, i: int) -> str:
+        f = self.frames[i]
+        title = "before the call" if i == 0 else f"step {i}: {f.node_label}"
+        if f.error is not None:
+            title += f" raised {f.error.split(':', 1)[0]}"
+        return title
+
+    def _marks(self, i: int) -> render.Marks:
+        node = self.frames[i].node_id
+        return render.Marks(highlight=frozenset((node,) if node else ()))
+
+    def dot(self, i: int) -> str:
+        """Frame i's DOT. Every frame draws each box at its largest size over all frames and has
+        the same legend, so nothing moves from frame to frame but what the step changed."""
+        if self._layout is None:
+            n = range(len(self.frames))
+            pictures = [(self.frames[k].snapshot, self._marks(k)) for k in n]
+            running = frozenset().union(*(marks.highlight for _, marks in pictures))
+            self._layout = (render.box_sizes(pictures, [self._title(k) for k in n]),
+                            render.features([snap for snap, _ in pictures], render.Marks(highlight=running)))
+        sizes, entries = self._layout
+        return render.to_dot(self.frames[i].snapshot, title=self._title(i), marks=self._marks(i),
+                             sizes=sizes, entries=entries)
+
     def svg(self, i: int) -> str:
         if i not in self._svgs:
-            f = self.frames[i]
-            title = "before the call" if i == 0 else f"step {i}: {f.node_label}"
-            if f.error is not None:
-                title += f" raised {f.error.split(':', 1)[0]}"
-            highlight = (f.node_id,) if f.node_id else ()
-            svg = render.svg_from_dot(render.to_dot(f.snapshot, title=title, highlight=highlight))
-            self._svgs[i] = _inline_svg(svg)
+            self._svgs[i] = _inline_svg(render.svg_from_dot(self.dot(i)))
         return self._svgs[i]
 
     @property

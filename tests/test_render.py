@@ -8,7 +8,7 @@ import sys
 
 import pytest
 import torch
-from autograd_programs import seed_graph
+from autograd_programs import cat_car, node_places, seed_graph
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -275,3 +275,165 @@ def test_the_box_whose_grad_changed_is_marked():
     right = w.picture.dot.split("cluster_R")[1]
     assert re.search(r"<B>x</B>.*?" + re.escape(mark) + r"\[8, 16, 24\]", right)
     assert mark not in w.picture.dot.split("cluster_R")[0]                 # before: nothing changed
+
+
+# ------------------------------------------------------------------ same size, same place
+def _halves(places):
+    left = {k[2:]: v for k, v in places.items() if k.startswith("L_")}
+    right = {k[2:]: v for k, v in places.items() if k.startswith("R_")}
+    return left, right
+
+
+def _pair_places(before, after, marks, sizes):
+    """(side by side: left and right {node: place in its cluster}, stacked: top and bottom
+    {node: place in its picture})."""
+    side = _halves(node_places(render.pair_dot(before, after, marks=marks, sizes=sizes)))
+    top, bottom = render.stacked_dots(before, after, marks=marks, sizes=sizes)
+    return side, (node_places(top), node_places(bottom))
+
+
+def _moved(a, b):
+    return sorted(k for k in a if k in b and a[k] != b[k])
+
+
+def test_a_pair_draws_each_node_in_the_same_place_before_and_after():
+    """Notebook 02 after loss_car.backward(): FREED marks, new grads and 'ran #k' badges change
+    the sizes of the boxes of 'after'. Each box is drawn at its larger size in both halves, so
+    every node keeps its place, side by side (in its cluster) and stacked (in its picture)."""
+    from helpers.graph import watch
+
+    loss_cat, loss_car, names = cat_car()
+    with watch(loss_cat, loss_car, names=names, label="loss_car.backward()") as w:
+        loss_car.backward()
+    marks = render.Marks(ran=w.picture.ran)
+    sizes = render.pair_sizes(w.before, w.after, ("before", "after"), marks)
+    drawn = set(w.before.ops) - set(render.folded_transposes(w.before)) | set(w.before.tensors)
+    assert drawn | {"title"} == set(sizes) and len(drawn) == 18
+    (left, right), (top, bottom) = _pair_places(w.before, w.after, marks, sizes)
+    assert set(left) == set(right) == drawn and set(top) == set(bottom) == drawn | {"title"}
+    assert _moved(left, right) == [] and _moved(top, bottom) == []
+    # without shared sizes the same pair moves: the test above can fail
+    (left, right), (top, bottom) = _pair_places(w.before, w.after, marks, None)
+    assert len(_moved(left, right)) > 5 and len(_moved(top, bottom)) > 5
+    # what the notebook draws is the pair with shared sizes
+    for dot in (w.picture.dot, *w.picture.alternative):
+        assert f'WIDTH="{sizes["op1"][0]}" HEIGHT="{sizes["op1"][1]}"' in dot
+
+
+def test_a_pair_of_two_different_graphs_keeps_its_own_sizes():
+    """compare() of two different graphs: a node id that names another op is not resized."""
+    a = torch.tensor([1.0, 2.0], requires_grad=True)
+    one, two = snapshot(a.exp().sum()), snapshot((a * 3).sum())
+    sizes = render.pair_sizes(one, two)
+    assert one.ops["op2"].name != two.ops["op2"].name and "op2" not in sizes
+    assert "op1" in sizes and "leaf1" in sizes        # SumBackward0 and a: the same in both
+
+
+def test_03_pair_after_loss2_keeps_its_layout():
+    """Notebook 03's two-loss example after loss2.backward() (W's grad grows, the trunk frees)."""
+    from helpers.graph import watch
+
+    x = torch.tensor([[1.0, -0.5, 2.0]])
+    W = torch.tensor([[0.2, -0.1], [0.4, 0.3], [-0.3, 0.5]], requires_grad=True)
+    a = torch.tensor([1.5, -2.0], requires_grad=True)
+    h = (x @ W).tanh()
+    loss1, loss2 = (h * a).sum(), (h ** 2).sum()
+    loss1.backward(retain_graph=True)
+    names = {"x": x, "W": W, "a": a, "h": h, "loss1": loss1, "loss2": loss2}
+    with watch(loss1, loss2, names=names, label="loss2.backward()") as w:
+        loss2.backward()
+    marks = render.Marks(ran=w.picture.ran)
+    sizes = render.pair_sizes(w.before, w.after, marks=marks)
+    (left, right), (top, bottom) = _pair_places(w.before, w.after, marks, sizes)
+    assert len(left) == 11 and _moved(left, right) == [] and _moved(top, bottom) == []
+    (left, right), (top, bottom) = _pair_places(w.before, w.after, marks, None)
+    assert _moved(left, right) and _moved(top, bottom)
+
+
+def test_box_sizes_are_the_largest_and_stretch_the_name_row():
+    names = seed_graph()
+    before = snapshot(names["d"], names["e"], names=names)
+    names["d"].backward()
+    after = snapshot(names["d"], names["e"], names=names)
+    each = [render.box_sizes([(s, render.NO_MARKS)]) for s in (before, after)]
+    both = render.box_sizes([(before, render.NO_MARKS), (after, render.NO_MARKS)])
+    for nid in both:
+        assert both[nid] == tuple(max(e[nid][i] for e in each) for i in (0, 1))
+    assert each[0]["op4"][0] < each[1]["op4"][0]          # PowBackward0 FREED: wider after
+    line = render.sized('\top4 [label=<<TABLE BORDER="2" CELLBORDER="0" CELLSPACING="0" CELLPADDING="3" '
+                        'COLOR="#6a3d9a"><TR><TD BGCOLOR="#eeeeee"><B>PowBackward0</B></TD></TR></TABLE>> '
+                        "margin=0 shape=plaintext]\n", (120, 40))
+    assert '<TABLE WIDTH="120" HEIGHT="40" BORDER="2"' in line and '<TD WIDTH="116" BGCOLOR=' in line
+
+
+def test_same_places_with_a_system_dot(tmp_path, monkeypatch):
+    """The sizes are measured, and the pictures laid out, by the `dot` program when one is on
+    PATH: the shared sizes go through its -Tplain output (here a stand-in `dot` that passes the
+    format on to the bundled engine, as CI has no Graphviz; a real dot 2.43 gave the same)."""
+    log = tmp_path / "calls"
+    fake = tmp_path / "dot"
+    fake.write_text(f"#!{sys.executable}\n"
+                    "import sys, pathlib, pygraphviz\n"
+                    f"with open({str(log)!r}, 'a') as f: f.write(' '.join(sys.argv[1:]) + chr(10))\n"
+                    "fmt = sys.argv[1][2:]\n"
+                    "sys.stdout.write(pygraphviz.AGraph(string=sys.stdin.read()).draw(format=fmt, prog='dot').decode())\n")
+    fake.chmod(0o755)
+    monkeypatch.delenv("BACKWARD_TWICE_ENGINE", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path) + os.pathsep + os.environ["PATH"])
+    assert render.engine() == "dot"
+    before, after = _seed_pair()
+    sizes = render.pair_sizes(before, after)
+    assert log.read_text().split() == ["-Tplain"] and sizes["op4"][0] > 0
+    (left, right), (top, bottom) = _pair_places(before, after, render.NO_MARKS, sizes)
+    assert left and _moved(left, right) == [] and _moved(top, bottom) == []
+
+
+# ------------------------------------------------------------------ folded transposes
+def _linear():
+    torch.manual_seed(0)
+    lin = torch.nn.Linear(3, 2)
+    x = torch.randn(4, 3)
+    return lin, lin(x).pow(2).sum()
+
+
+def test_a_linear_weights_transpose_is_an_edge_marked_T():
+    lin, loss = _linear()
+    names = dict(lin.named_parameters())
+    snap = snapshot(loss, names=names)
+    ((t, (leaf, user)),) = render.folded_transposes(snap).items()
+    assert snap.ops[t].name == "TBackward0" and snap.tensors[leaf].name == "weight"
+    assert snap.ops[user].name == "AddmmBackward0"
+    pic = draw(loss, names=names)
+    assert "TBackward0</B>" not in pic.dot and "TBackward0" in pic.text     # the text keeps it
+    assert re.search(rf"\t{leaf} -> {user} \[taillabel=<<TABLE.*<B>\.T</B>", pic.dot)
+    assert f"\t{leaf} -> {t}" not in pic.dot and f"\t{t} -> {user}" not in pic.dot
+    assert ".T on an edge: the weight enters transposed" in pic.dot
+    assert pic.svg.count('class="node"') == len(snap.ops) - 1 + len(snap.tensors)
+    unfolded = render.new_digraph()
+    render.add_snapshot(unfolded, snap, fold=False)
+    assert "TBackward0</B>" in unfolded.source
+
+
+def test_a_transpose_that_ran_says_its_order():
+    from helpers.graph import watch
+
+    lin, loss = _linear()
+    names = dict(lin.named_parameters())
+    with watch(loss, names=names) as w:
+        loss.backward()
+    (t,) = render.folded_transposes(w.after)
+    (k,) = w.picture.ran[t]
+    right = w.picture.dot.split("cluster_R")[1]
+    assert f"<B>.T #{k}</B>" in right and f'color="{render.RAN}"' in right
+    assert f"<B>.T #{k}</B>" not in w.picture.dot.split("cluster_R")[0]   # before: nothing ran
+
+
+def test_only_a_plain_transpose_of_a_leaf_is_folded():
+    w = torch.ones(2, 3, requires_grad=True)
+    x = torch.ones(4, 3)
+    assert len(render.folded_transposes(snapshot((x @ w.t()).sum()))) == 1
+    wt = w.t()
+    assert not render.folded_transposes(snapshot((x @ wt).sum(), names={"wt": wt}))   # named: a box
+    assert not render.folded_transposes(snapshot((x @ wt).sum() + wt.sum()))        # two users
+    assert not render.folded_transposes(snapshot((x @ (w * 2).t()).sum()))         # not of a leaf
+    assert not render.folded_transposes(snapshot(w.t()))                            # no user

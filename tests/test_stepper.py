@@ -211,3 +211,25 @@ def test_a_leaf_passed_as_a_root_is_named_in_the_steps():
     t = shared()
     st = step_through(lambda: t["e"].backward(), t["a"], t["e"], names={"a": t["a"], "e": t["e"]})
     assert st.order[-1] == "AccumulateGrad of a"
+
+
+def test_every_frame_draws_each_node_in_the_same_place():
+    """Notebook 02's stepper over loss_car.backward(): boxes gain FREED marks and grads from
+    frame to frame; each is drawn at its largest size in every frame, with one legend for all,
+    so only what a step changed changes (the title node too keeps its size)."""
+    from autograd_programs import cat_car, node_places
+
+    from helpers import render
+
+    loss_cat, loss_car, names = cat_car()
+    s = step_through(lambda: loss_car.backward(), loss_cat, loss_car, names=names)
+    dots = [s.dot(i) for i in range(len(s.frames))]
+    places = [node_places(d) for d in dots]
+    assert len(places) == 12 and len(places[0]) == 19          # 18 boxes and the title
+    assert all(p == places[0] for p in places)
+    legends = {re.search(r"label=<<TABLE BORDER=\"0\" CELLBORDER=\"0\" CELLSPACING=\"3\".*?</TABLE>>", d).group(0) for d in dots}
+    assert len(legends) == 1 and "saved tensor FREED by backward" in legends.pop()
+    # the same frames, each laid out from its own sizes, move: the test above can fail
+    own = [node_places(render.to_dot(f.snapshot, title=s._title(i), marks=s._marks(i)))
+           for i, f in enumerate(s.frames)]
+    assert any(p != own[0] for p in own)
