@@ -588,20 +588,21 @@ def pair_dot(left: Snapshot, right: Snapshot, titles=("before", "after"), marks:
 
 
 def stacked_dots(left: Snapshot, right: Snapshot, titles=("before", "after"),
-                 marks: Marks = NO_MARKS, sizes=None) -> tuple[str, str]:
-    """The pair as two pictures laid out apart, to be stacked (stack_svgs): one layout of both
-    puts the second beside the first's widest rank, not under it. The legend, for both, goes
-    under the second. sizes: box sizes shared by both (pair_sizes)."""
-    top = new_digraph()
-    add_snapshot(top, left, sizes=sizes)
-    top.body.insert(0, _title_line(titles[0], size=(sizes or {}).get("title")))
-    _above_all(top.body, "title", left, "")
-    bottom = new_digraph(titles[1])
-    add_snapshot(bottom, right, marks=marks, sizes=sizes)
-    bottom.attr(label=legend_label(features([left, right], marks)), labelloc="b", labeljust="l")
-    bottom.body.insert(0, _title_line(titles[1], size=(sizes or {}).get("title")))
-    _above_all(bottom.body, "title", right, "")
-    return top.source, bottom.source
+                 marks: Marks = NO_MARKS, sizes=None) -> tuple[str, str, str]:
+    """The pair as three pictures laid out apart, to be stacked (stack_svgs): before, after and
+    the legend of both. One layout of both puts the second beside the first's widest rank, not
+    under it; the legend apart keeps a legend wider than the graph from re-centring 'after'.
+    sizes: box sizes shared by both (pair_sizes)."""
+    dots = []
+    for snap, title, m in ((left, titles[0], NO_MARKS), (right, titles[1], marks)):
+        g = new_digraph()
+        add_snapshot(g, snap, marks=m, sizes=sizes)
+        g.body.insert(0, _title_line(title, size=(sizes or {}).get("title")))
+        _above_all(g.body, "title", snap, "")
+        dots.append(g.source)
+    legend = new_digraph()
+    legend.node("legend", legend_label(features([left, right], marks)), shape="plaintext", margin="0")
+    return (*dots, legend.source)
 
 
 def pair_sizes(left: Snapshot, right: Snapshot, titles=("before", "after"),

@@ -12,7 +12,10 @@ helpers.walk:
   `max_nodes` and counts the rest exactly;
 - a saved tensor is marked freed exactly when reading its `_saved_*` attribute
   (`saved_tensors` for a custom Function) really raises, and held exactly when it reads;
-- its text is deterministic (drawing twice gives the same text) and has no addresses.
+- its text is deterministic (drawing twice gives the same text) and has no addresses;
+- a transpose of a leaf used by one op (a Linear weight's TBackward0) is an edge marked '.T',
+  not a box, exactly when the graph says so (counted from `next_functions`), and only there;
+- a watch() pair draws each node at one size in both halves, and (when laid out) in one place.
 
 Run length: the default ("ci") profile is derandomized and small (~10 s on 2 cores);
 `BACKWARD_TWICE_FUZZ=long` explores far more (random seeds, 3,000 examples),
@@ -24,17 +27,19 @@ import collections
 import contextlib
 import html
 import os
+import re
 import signal
 import warnings
 
 import pytest
 import torch
-from autograd_programs import Square
+from autograd_programs import Square, node_places
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from helpers.graph import describe, draw, watch
-from helpers.render import far_leaf_uses
+from helpers import render
+from helpers.render import far_leaf_uses, folded_transposes
 from helpers.walk import snapshot
 
 _common = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
@@ -113,7 +118,7 @@ class TwoOutputs(torch.autograd.Function):
 # ------------------------------------------------------------------ random programs
 SHAPES = [(2, 3), (3,), (), (2, 1)]
 UNARY = ["exp", "tanh", "sin", "sigmoid", "relu", "pow2", "mul_const", "add_const", "neg", "sum",
-         "mean", "clone", "square_fn", "exp_fn", "scale_fn"]
+         "mean", "clone", "square_fn", "exp_fn", "scale_fn", "linear"]
 VIEWS = ["t", "flat", "slice", "unsqueeze", "expand", "select"]
 MULTI = ["unbind", "split", "max_dim", "two_fn"]
 BINARY = ["add", "mul", "div", "where", "matmul_like", "cat"]
@@ -121,6 +126,14 @@ INPLACE = ["mul_", "add_", "view_mul_", "exp_"]
 OTHER = ["detach", "detach_leaf", "no_grad", "tensor_hook", "node_hook", "prehook",
          "saved_hooks", "const"]
 OPS = UNARY + VIEWS + MULTI + BINARY + INPLACE + OTHER
+
+
+def _linear(a, k):
+    """An nn.Linear-style layer with a new weight leaf (and a bias when k is odd): the weight's
+    transpose is a TBackward0 of a leaf."""
+    a = a.reshape(1, 1) if a.dim() == 0 else a
+    w = torch.randn(2, a.shape[-1], requires_grad=True)
+    return torch.nn.functional.linear(a, w, torch.zeros(2, requires_grad=True) if k % 2 else None)
 
 
 def _combine(a, b):
@@ -145,6 +158,7 @@ SIMPLE = {
     "square_fn": lambda a, b, k: [Square.apply(a)],
     "exp_fn": lambda a, b, k: [SaveOutput.apply(a)],
     "scale_fn": lambda a, b, k: [SaveNothing.apply(a)],
+    "linear": lambda a, b, k: [_linear(a, k)],
     "t": lambda a, b, k: [a.t()] if a.dim() == 2 else [a.view(-1)],
     "flat": lambda a, b, k: [a.reshape(-1)],
     "slice": lambda a, b, k: [a[..., :1]] if a.dim() else [a.unsqueeze(0)],
@@ -213,15 +227,21 @@ def apply_op(op, a, b, k):
     raise AssertionError(op)
 
 
+# Layers: programs built mostly of Linear layers and transposes, so folded TBackward0 edges
+# (and their ran marks, references and same-size pairs) are met in every run.
+LAYERS = ["linear", "linear", "t", "tanh", "relu", "add", "mul", "sum", "matmul_like", "mul_", "detach",
+          "node_hook"]
+
+
 @st.composite
-def programs(draw_):
+def programs(draw_, vocabulary=OPS):
     n_leaves = draw_(st.integers(1, 3))
     leaves = []
     for i in range(n_leaves):
         shape = draw_(st.sampled_from(SHAPES))
         grad = draw_(st.booleans()) if i else True   # the first one always requires grad
         leaves.append((shape, grad))
-    steps = draw_(st.lists(st.tuples(st.sampled_from(OPS), st.integers(0, 50), st.integers(0, 50),
+    steps = draw_(st.lists(st.tuples(st.sampled_from(vocabulary), st.integers(0, 50), st.integers(0, 50),
                                      st.integers(0, 3)), min_size=1, max_size=12))
     n_roots = draw_(st.integers(1, 2))
     root_picks = draw_(st.lists(st.integers(0, 50), min_size=n_roots, max_size=n_roots))
@@ -329,6 +349,25 @@ def shown_saved_states(snap):
     return out
 
 
+def transposes_to_fold(roots, names, fns):
+    """How many TBackward0 nodes a picture must draw as edges, from next_functions alone: one
+    input, a leaf's AccumulateGrad; one op using it; not the grad_fn of a tensor drawn as a box
+    (a root or a named tensor)."""
+    users = collections.defaultdict(set)
+    for fn in fns:
+        for n, _ in fn.next_functions:
+            if n is not None:
+                users[n].add(fn)
+    boxed = {t.grad_fn for t in [*roots, *names.values()] if t.grad_fn is not None}
+    count = 0
+    for fn in fns:
+        inputs = [n for n, _ in fn.next_functions if n is not None]
+        if (fn.name() == "TBackward0" and fn not in boxed and len(users[fn]) == 1
+                and len(inputs) == 1 and hasattr(inputs[0], "variable")):
+            count += 1
+    return count
+
+
 def check_picture(roots, names, cap, svg=False):
     kw = {} if cap is None else {"max_nodes": cap}
     snap = snapshot(*roots, names=names, **kw)
@@ -358,12 +397,25 @@ def check_picture(roots, names, cap, svg=False):
     assert all(0 <= u[k] <= b[k] for k in b) and (u == b) == (not shared)
     assert pic.dot.count("<I>shared buffer</I>") == sum(len(v) for v in shared.values())
     STATS["shared buffers"] += len(shared)
+    folded = folded_transposes(snap)   # TBackward0 of a leaf, one user: an edge marked .T
+    if not snap.truncated:
+        assert len(folded) == transposes_to_fold(roots, names, fns)
+    transposes = sum(op.name == "TBackward0" for op in snap.ops.values())
+    assert pic.dot.count("TBackward0</B>") == transposes - len(folded)
+    assert pic.dot.count(" [taillabel=") == len(folded) and pic.text.count(" TBackward0(") == transposes
+    assert (".T on an edge" in pic.dot) == bool(folded)
+    for t, (leaf, user) in folded.items():
+        assert f"\t{t} [" not in pic.dot and f" -> {t}" not in pic.dot and f"\t{t} -> " not in pic.dot
+        assert re.search(rf"\t{leaf}(_to_{t})? -> {user} \[taillabel=", pic.dot)
+    STATS["folded transposes"] += len(folded)
     refs = far_leaf_uses(snap)     # far uses of a shared leaf: one reference box each, no edge
     assert pic.dot.count("same leaf</FONT>") == len(refs)
     for leaf, op in refs:
-        assert f"\t{leaf} -> {op}\n" not in pic.dot and f"\t{leaf}_to_{op} -> {op}\n" in pic.dot
+        tail = f"\t{leaf}_to_{op} -> {folded[op][1] if op in folded else op}"
+        assert f"\t{leaf} -> {op}\n" not in pic.dot and tail in pic.dot
     if svg:
-        assert pic.svg.count('class="node"') == len(snap.ops) + len(snap.tensors) + snap.truncated + len(refs)
+        assert pic.svg.count('class="node"') == (len(snap.ops) + len(snap.tensors) + snap.truncated
+                                                 + len(refs) - len(folded))
         STATS["laid out as SVG"] += 1
     STATS["pictures"] += 1
     for _, s in snap.saved_tensors():
@@ -381,14 +433,50 @@ def check_ran_marks(w):
         assert op.id in ran, f"{op.id} {op.name} freed its saved tensors but is not marked as ran"
     orders = sorted(k for ks in ran.values() for k in ks)
     assert orders == sorted(set(orders)) and (not orders or orders[0] >= 1)
-    assert ("ran #" in w.picture.dot) == bool(ran)
+    folded = folded_transposes(w.after)
+    assert ("ran #" in w.picture.dot) == bool(set(ran) - set(folded))
+    for t in set(folded) & set(ran):            # a folded transpose that ran: '.T #k' on its edge
+        assert f"<B>.T #{', #'.join(map(str, ran[t][:3]))}</B>" in w.picture.dot
     assert "backward ran" in w.picture.text
     STATS["ran marks checked"] += 1
+
+
+def check_same_places(w, svg):
+    """A watch() pair: each node both halves draw alike (same id, same op or tensor) gets one size
+    in both; laid out, it sits at one place in its cluster (side by side) or picture (stacked)."""
+    pic = w.picture
+    kind = {**{i: op.name for i, op in w.after.ops.items()}, **{i: t.name for i, t in w.after.tensors.items()}}
+    same = {i for i, op in w.before.ops.items() if kind.get(i) == op.name}
+    same |= {i for i, t in w.before.tensors.items() if kind.get(i) == t.name}
+    size = re.compile(r'\t\t?([LR])_(\w+) \[label=<<TABLE WIDTH="(\d+)" HEIGHT="(\d+)"')
+    sizes = {}
+    for half, nid, width, height in size.findall(pic.dot if not pic.stacked else
+                                                 render.pair_dot(w.before, w.after, marks=render.Marks(ran=pic.ran),
+                                                                 sizes=render.pair_sizes(w.before, w.after, marks=render.Marks(ran=pic.ran)))):
+        sizes.setdefault(nid, {})[half] = (width, height)
+    for nid in same - set(folded_transposes(w.after)):
+        assert nid in sizes and sizes[nid]["L"] == sizes[nid]["R"], nid
+    STATS["pairs sized alike"] += 1
+    drawn = set(w.after.ops) | set(w.after.tensors)
+    if svg and same == drawn == set(w.before.ops) | set(w.before.tensors):
+        top, bottom = (node_places(d) for d in pic.alternative[:2])
+        assert top == bottom
+        STATS["pairs laid out alike"] += 1
 
 
 @FUZZ
 @given(programs())
 def test_renderer_on_random_programs(p):
+    run_example(p)
+
+
+@settings(FUZZ, max_examples=max(20, FUZZ.max_examples // 4))
+@given(programs(LAYERS))
+def test_renderer_on_programs_of_layers(p):
+    run_example(p)
+
+
+def run_example(p):
     STATS["examples"] += 1
     with warnings.catch_warnings(), time_limit(EXAMPLE_TIMEOUT_S):
         warnings.simplefilter("ignore")
@@ -406,6 +494,7 @@ def test_renderer_on_random_programs(p):
         except RuntimeError as err:   # e.g. a saved tensor changed in place: the picture says so
             STATS["backward raised: " + str(err)[:30]] += 1
         check_ran_marks(w)
+        check_same_places(w, p["svg"])
         check_picture(roots, names, p["cap"], svg=p["svg"])
         if p["second"] != "none":
             try:
