@@ -37,8 +37,8 @@ from autograd_programs import Square, node_places
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from helpers.graph import describe, draw, watch
 from helpers import render
+from helpers.graph import describe, draw, watch
 from helpers.render import far_leaf_uses, folded_transposes
 from helpers.walk import snapshot
 
@@ -449,10 +449,11 @@ def check_same_places(w, svg):
     same = {i for i, op in w.before.ops.items() if kind.get(i) == op.name}
     same |= {i for i, t in w.before.tensors.items() if kind.get(i) == t.name}
     size = re.compile(r'\t\t?([LR])_(\w+) \[label=<<TABLE WIDTH="(\d+)" HEIGHT="(\d+)"')
+    marks = render.Marks(ran=pic.ran)
+    side = pic.dot if not pic.stacked else render.pair_dot(
+        w.before, w.after, marks=marks, sizes=render.pair_sizes(w.before, w.after, marks=marks))
     sizes = {}
-    for half, nid, width, height in size.findall(pic.dot if not pic.stacked else
-                                                 render.pair_dot(w.before, w.after, marks=render.Marks(ran=pic.ran),
-                                                                 sizes=render.pair_sizes(w.before, w.after, marks=render.Marks(ran=pic.ran)))):
+    for half, nid, width, height in size.findall(side):
         sizes.setdefault(nid, {})[half] = (width, height)
     for nid in same - set(folded_transposes(w.after)):
         assert nid in sizes and sizes[nid]["L"] == sizes[nid]["R"], nid
