@@ -248,8 +248,8 @@ def far_leaf_uses(snap: Snapshot, far: int = FAR_RANKS) -> set[tuple[str, str]]:
 
 # --------------------------------------------------------------------------------
 # Framework plumbing: nn.Linear computes x @ W.T, so every Linear layer adds a TBackward0 box
-# between its weight and its AddmmBackward0/MmBackward0. The picture folds it into an edge
-# marked with a small T (the text form keeps the node).
+# between its weight and its AddmmBackward0/MmBackward0. The picture folds it into the edge
+# from the weight to that op, marked '.T' (the text form keeps the node).
 TRANSPOSE = "TBackward0"
 
 
@@ -271,19 +271,15 @@ def folded_transposes(snap: Snapshot) -> dict[str, tuple[str, str]]:
 
 def _transpose_edge(tail: str, head: str, order, running: bool, path: bool) -> str:
     """The edge from a weight (or its reference box) to the op that used its transpose, marked
-    '.T' just below the weight, right of the edge (as the user's saved 'weight.T' says); purple,
-    with its order, if it ran. The mark's twin in a transparent font keeps it off the line."""
+    '.T' beside its start (as the user's saved 'weight.T' says); purple, with its order, if it ran."""
     mark, colour = ".T", ""
     if order:
         mark += " " + ", ".join(f"#{k}" for k in order[:3])
         colour = f' color="{RAN}" fontcolor="{RAN}" penwidth=2'
     if running or path:
         colour = f' color="{HIGHLIGHT}" penwidth=3'
-    text = f"<B>{esc(mark)}</B>"
-    label = (f'<<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="1"><TR>'
-             f'<TD><FONT COLOR="transparent">{text}</FONT></TD><TD>{text}</TD></TR></TABLE>>')
-    return (f"\t{tail} -> {head} [taillabel={label} fontname=Helvetica fontsize=11 "
-            f"labelangle=0 labeldistance=1{colour}]\n")
+    return (f"\t{tail} -> {head} [taillabel=<<B>{esc(mark)}</B>> fontname=Helvetica fontsize=11 "
+            f"labeldistance=1.5{colour}]\n")
 
 
 # --------------------------------------------------------------------------------
@@ -542,13 +538,15 @@ def new_digraph(title: str | None = None) -> graphviz.Digraph:
 
 def to_dot(snap: Snapshot, title=None, highlight=(), marks: Marks = NO_MARKS,
            grouping: Grouping | None = None, legend: bool = True, refs: bool = True,
-           sizes=None, entries=None) -> str:
+           sizes=None, entries=None, fold: bool = True) -> str:
     """DOT of one snapshot. refs=False draws every use of a shared leaf as an edge from its one
     box (slow to lay out for a weight used across many ranks: kept for the benchmark).
     sizes: box sizes shared with related pictures (box_sizes); entries: the legend's entries
-    when they are shared too (a stepper's frames), else this picture's own."""
+    when they are shared too (a stepper's frames), else this picture's own. fold=False draws
+    every TBackward0 as a box (for the benchmark)."""
     g = new_digraph(title)
-    add_snapshot(g, snap, highlight=highlight, marks=marks, grouping=grouping, refs=refs, sizes=sizes)
+    add_snapshot(g, snap, highlight=highlight, marks=marks, grouping=grouping, refs=refs, sizes=sizes,
+                 fold=fold)
     if legend:
         marks = replace(marks, highlight=frozenset(highlight) | marks.highlight)
         if entries is None:
@@ -594,11 +592,15 @@ def stacked_dots(left: Snapshot, right: Snapshot, titles=("before", "after"),
     under it; the legend apart keeps a legend wider than the graph from re-centring 'after'.
     sizes: box sizes shared by both (pair_sizes)."""
     dots = []
+    width = (sizes or {}).get("title", (0, 0))[0]
     for snap, title, m in ((left, titles[0], NO_MARKS), (right, titles[1], marks)):
         g = new_digraph()
         add_snapshot(g, snap, marks=m, sizes=sizes)
-        g.body.insert(0, _title_line(title, size=(sizes or {}).get("title")))
-        _above_all(g.body, "title", snap, "")
+        # the title as the graph's label, both as wide: a title node above every source would
+        # take invisible edges to each (10x the layout time of a transformer's picture)
+        g.attr(label=f'<<TABLE BORDER="0" CELLSPACING="0" CELLPADDING="0" WIDTH="{width}"><TR><TD ALIGN="LEFT">'
+                     f'<FONT POINT-SIZE="12"><B>{esc(title)}</B></FONT></TD></TR></TABLE>>',
+               labelloc="t", labeljust="l")
         dots.append(g.source)
     legend = new_digraph()
     legend.node("legend", legend_label(features([left, right], marks)), shape="plaintext", margin="0")

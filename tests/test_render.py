@@ -311,7 +311,7 @@ def test_a_pair_draws_each_node_in_the_same_place_before_and_after():
     drawn = set(w.before.ops) - set(render.folded_transposes(w.before)) | set(w.before.tensors)
     assert drawn | {"title"} == set(sizes) and len(drawn) == 18
     (left, right), (top, bottom) = _pair_places(w.before, w.after, marks, sizes)
-    assert set(left) == set(right) == drawn and set(top) == set(bottom) == drawn | {"title"}
+    assert set(left) == set(right) == set(top) == set(bottom) == drawn
     assert _moved(left, right) == [] and _moved(top, bottom) == []
     # without shared sizes the same pair moves: the test above can fail
     (left, right), (top, bottom) = _pair_places(w.before, w.after, marks, None)
@@ -406,7 +406,7 @@ def test_a_linear_weights_transpose_is_an_edge_marked_T():
     assert snap.ops[user].name == "AddmmBackward0"
     pic = draw(loss, names=names)
     assert "TBackward0</B>" not in pic.dot and "TBackward0" in pic.text     # the text keeps it
-    assert re.search(rf"\t{leaf} -> {user} \[taillabel=<<TABLE.*<B>\.T</B>", pic.dot)
+    assert f"\t{leaf} -> {user} [taillabel=<<B>.T</B>>" in pic.dot
     assert f"\t{leaf} -> {t}" not in pic.dot and f"\t{t} -> {user}" not in pic.dot
     assert ".T on an edge: the weight enters transposed" in pic.dot
     assert pic.svg.count('class="node"') == len(snap.ops) - 1 + len(snap.tensors)
