@@ -27,6 +27,9 @@ STATE_WORDS = {SavedState.HELD: "held", SavedState.FREED: "FREED", SavedState.VA
 def describe(snap: Snapshot) -> str:
     """The deterministic text form of one snapshot."""
     lines = []
+    if snap.above is not None:
+        a = snap.above
+        lines.append(f"focus on {', '.join(a.focus)}: NOT DRAWN: {a.headline()} ({a.kinds()})")
     for t in snap.tensors.values():
         if t.role is not Role.LEAF:
             continue
@@ -171,7 +174,7 @@ def changes(before: Snapshot, after: Snapshot) -> str:
     return "\n".join(lines)
 
 
-def draw(*roots, names=None, title=None, max_nodes=300, modules=None) -> GraphPicture:
+def draw(*roots, names=None, title=None, max_nodes=300, modules=None, focus=None) -> GraphPicture:
     """A picture of the autograd graph behind `roots` (one or more tensors).
 
     names: {"a": a, "loss": loss, ...} labels leaves, outputs and intermediates
@@ -180,12 +183,19 @@ def draw(*roots, names=None, title=None, max_nodes=300, modules=None) -> GraphPi
     modules: the model whose forward ran under `helpers.modules.record_modules(model)`: nodes
         are grouped by the module call that made them, each group with its saved bytes, and
         runs of identical blocks beyond max_nodes are collapsed into one box each.
+    focus: a tensor the roots were computed from (or a list of them): only the part of the
+        graph under it (what feeds it) is drawn; what lies between the roots and it is one
+        box, "loss <- 14 nodes above h", and the text form says what it left out.
     """
     if modules is not None:
         from .modules import grouped_picture
 
+        if focus is not None:
+            raise GraphInputError("draw(..., modules=...) and focus= do not go together yet: the module "
+                                  "boxes are made from the whole graph. Use one or the other.")
+
         return grouped_picture(roots, names=names, title=title, max_nodes=max_nodes, modules=modules)
-    return GraphPicture(snapshot(*roots, names=names, max_nodes=max_nodes), title)
+    return GraphPicture(snapshot(*roots, names=names, max_nodes=max_nodes, focus=focus), title)
 
 
 def compare(before: GraphPicture | Snapshot, after: GraphPicture | Snapshot,
@@ -202,10 +212,10 @@ class Watch:
     """Result of `watch(...)`: displays the before/after pair once the block ends, the nodes
     the block's backward call(s) ran marked with their order (recorded with node hooks)."""
 
-    def __init__(self, roots, names, max_nodes, label):
-        self.roots, self.names, self.max_nodes = roots, names, max_nodes
+    def __init__(self, roots, names, max_nodes, label, focus=None):
+        self.roots, self.names, self.max_nodes, self.focus = roots, names, max_nodes, focus
         self.label = label
-        self.before = snapshot(*roots, names=names, max_nodes=max_nodes)
+        self.before = snapshot(*roots, names=names, max_nodes=max_nodes, focus=focus)
         self.after = None
         self.raised = None
         try:
@@ -215,7 +225,8 @@ class Watch:
 
     def _finish(self, exc):
         self.raised = exc
-        self.after, ids = snapshot_with_ids(*self.roots, names=self.names, max_nodes=self.max_nodes)
+        self.after, ids = snapshot_with_ids(*self.roots, names=self.names, max_nodes=self.max_nodes,
+                                            focus=self.focus)
         after = f"after {self.label}" if self.label else "after"
         if exc is not None:
             after += f" (raised {type(exc).__name__})"
@@ -259,15 +270,16 @@ def ran_marks(trace: BackwardTrace, ids: dict, snap: Snapshot) -> tuple[dict, st
 
 
 @contextlib.contextmanager
-def watch(*roots, names=None, label=None, max_nodes=300):
+def watch(*roots, names=None, label=None, max_nodes=300, focus=None):
     """Snapshot the graph, run the block, snapshot again; show both side by side.
+    focus: as in draw(), both pictures show only the part of the graph under it.
 
     Hooks on the graph's nodes record which nodes the block's backward call ran, and in
     which order: the 'after' picture marks them ('ran #k'). They are removed at the end.
     An exception in the block is re-raised after the 'after' picture is taken,
     so a cell that fails live still leaves its pictures behind in `w`.
     """
-    w = Watch(roots, names, max_nodes, label)
+    w = Watch(roots, names, max_nodes, label, focus)
     hooks = w.trace if w.trace is not None else contextlib.nullcontext()
     try:
         with hooks:

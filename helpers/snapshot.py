@@ -112,6 +112,36 @@ class TensorBox:
             raise ValueError("a TensorBox is a leaf, an output or an intermediate, not an op")
 
 
+@dataclass(frozen=True)
+class AboveFocus:
+    """What a snapshot drawn with `focus=` leaves out: every node that is not under the focus
+    (does not feed it), counted. `between` of them lie on a path from a root to the focus (the
+    nodes "above" it), `beside` do not (another branch of the roots)."""
+
+    roots: tuple[str, ...]          # names of the roots the graph was walked from
+    focus: tuple[str, ...]          # names of the focus tensors (or nodes), as given
+    into: tuple[str, ...]           # drawn ids whose outputs flow into the part left out
+    between: int                    # nodes on a path from a root to the focus
+    beside: int                     # other nodes not under the focus
+    by_type: tuple[tuple[str, int], ...] = ()   # (node name or 'leaf', count), most first
+    capped: bool = False            # the walk stopped at walk.COUNT_LIMIT: the counts are "at least"
+
+    def headline(self) -> str:
+        """'loss <- 14 nodes above h' (and ', 3 beside it' when some are elsewhere)."""
+        plus = "+" if self.capped else ""
+        focus = ", ".join(self.focus)
+        text = f"{', '.join(self.roots)} <- {self.between:,}{plus} node{'s' * (self.between != 1)} above {focus}"
+        if self.beside:
+            text += f", {self.beside:,}{plus} beside {'it' if len(self.focus) == 1 else 'them'}"
+        return text
+
+    def kinds(self, shown: int | None = None) -> str:
+        """'TanhBackward0 x29, AddBackward0 x29, ...'."""
+        items = self.by_type if shown is None else self.by_type[:shown]
+        more = ", ..." if shown is not None and len(self.by_type) > shown else ""
+        return ", ".join(f"{k} x{n}" for k, n in items) + more
+
+
 @dataclass
 class Snapshot:
     """Everything a picture of the graph needs, with no reference to the graph."""
@@ -121,10 +151,11 @@ class Snapshot:
     tensors: dict[str, TensorBox]   # id -> TensorBox: leaves and named tensors
     edges: list[tuple[str, str]]    # (from_id, to_id): forward direction, input -> op -> output
     truncated: bool = False
-    total_nodes: int = 0        # ops + leaves in the whole graph (up to walk.COUNT_LIMIT)
+    total_nodes: int = 0        # ops + leaves in the whole graph, or under the focus (up to walk.COUNT_LIMIT)
     hidden_by_type: Counter[str] = field(default_factory=Counter)
     count_capped: bool = False
     cut_at: list[str] = field(default_factory=list)  # drawn op ids with inputs beyond the cap
+    above: AboveFocus | None = None   # drawn with focus=: what lies between the roots and the focus
 
     # -- what each node is ----------------------------------------------------------
     def role(self, node_id: str) -> Role:
