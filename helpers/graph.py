@@ -184,8 +184,8 @@ def draw(*roots, names=None, title=None, max_nodes=300, modules=None, focus=None
         are grouped by the module call that made them, each group with its saved bytes, and
         runs of identical blocks beyond max_nodes are collapsed into one box each.
     focus: a tensor the roots were computed from (or a list of them): only the part of the
-        graph under it (what feeds it) is drawn; what lies between the roots and it is one
-        box, "loss <- 14 nodes above h", and the text form says what it left out.
+        graph under it (what feeds it) is drawn; what lies between it and the roots is one
+        box, "14 nodes from h to loss", and the text form says what it left out.
     """
     if modules is not None:
         from .modules import grouped_picture

@@ -200,9 +200,9 @@ def _summary_label(snap: Snapshot) -> str:
 
 
 def _above_label(above) -> str:
-    """The box standing for what a focus= picture leaves out: 'loss <- 14 nodes above h'."""
+    """The box standing for what a focus= picture leaves out: '14 nodes from h to loss'."""
     return (f'<<TABLE BORDER="1" CELLBORDER="0" COLOR="{CLUSTER}" STYLE="dashed">'
-            f"<TR><TD><B>{esc(above.headline()).replace(' &lt;- ', ' &#8592; ')}</B></TD></TR>"
+            f"<TR><TD><B>{esc(above.headline())}</B></TD></TR>"
             f'<TR><TD><FONT POINT-SIZE="10">{esc(above.kinds(shown=3))}</FONT></TD></TR>'
             f'<TR><TD><FONT POINT-SIZE="10">not drawn (focus=): draw without focus= shows them</FONT></TD></TR>'
             "</TABLE>>")
@@ -413,7 +413,7 @@ _LEGEND_ENTRIES = {
     "ref": (f'BGCOLOR="{LEAF}" STYLE="dashed" BORDER="1"', "same leaf, drawn again near a far use"),
     "module": (f'COLOR="{CLUSTER}" STYLE="rounded" BORDER="1"', "module call: saved bytes held / freed"),
     "more": (f'COLOR="{FREED}" STYLE="dashed" BORDER="1"', "nodes beyond max_nodes, counted"),
-    "above": (f'COLOR="{CLUSTER}" STYLE="dashed" BORDER="1"', "nodes above the focus, counted"),
+    "above": (f'COLOR="{CLUSTER}" STYLE="dashed" BORDER="1"', "nodes from the focus to the roots, counted"),
 }
 
 

@@ -12,7 +12,7 @@ node is comes from `Snapshot.role(node_id)`.
 from __future__ import annotations
 
 import dataclasses
-from collections import Counter
+from collections import Counter, deque
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -127,12 +127,13 @@ class AboveFocus:
     capped: bool = False            # the walk stopped at walk.COUNT_LIMIT: the counts are "at least"
 
     def headline(self) -> str:
-        """'loss <- 14 nodes above h' (and ', 3 beside it' when some are elsewhere)."""
+        """'9 nodes from h to loss' (and ', 1 beside them' when some lie on other branches):
+        in the direction a picture's arrows run, from the focus down to the roots."""
         plus = "+" if self.capped else ""
-        focus = ", ".join(self.focus)
-        text = f"{', '.join(self.roots)} <- {self.between:,}{plus} node{'s' * (self.between != 1)} above {focus}"
+        text = (f"{self.between:,}{plus} node{'s' * (self.between != 1)} from {', '.join(self.focus)} "
+                f"to {', '.join(self.roots)}")
         if self.beside:
-            text += f", {self.beside:,}{plus} beside {'it' if len(self.focus) == 1 else 'them'}"
+            text += f", {self.beside:,}{plus} beside them"
         return text
 
     def kinds(self, shown: int | None = None) -> str:
@@ -171,6 +172,52 @@ class Snapshot:
     def hidden_count(self) -> int:
         """Ops and leaves beyond max_nodes: counted in `total_nodes`, not drawn."""
         return self.total_nodes - len(self.ops) - self.leaf_count
+
+    # -- the graph's shape, read from the ids (no live graph needed) ---------------
+    def under(self, start_ids) -> set[str]:
+        """Every id reachable from `start_ids` through op inputs (what feeds them), starts included."""
+        seen, stack = set(), list(start_ids)
+        while stack:
+            nid = stack.pop()
+            if nid in seen:
+                continue
+            seen.add(nid)
+            op = self.ops.get(nid)
+            if op is not None:
+                stack.extend(op.inputs)
+        return seen
+
+    def reaching(self, target_id: str) -> set[str]:
+        """The ids of the ops `target_id` feeds, directly or not (its users, theirs, ...), itself included."""
+        users: dict[str, list[str]] = {}
+        for op in self.ops.values():
+            for i in op.inputs:
+                users.setdefault(i, []).append(op.id)
+        seen, stack = set(), [target_id]
+        while stack:
+            nid = stack.pop()
+            if nid not in seen:
+                seen.add(nid)
+                stack.extend(users.get(nid, ()))
+        return seen
+
+    def path(self, from_id: str, to_id: str) -> list[str]:
+        """The shortest chain of ids from `from_id` down through op inputs to `to_id` ([] if none)."""
+        parent = {from_id: None}
+        queue = deque([from_id])
+        while queue and to_id not in parent:
+            op = self.ops.get(queue.popleft())
+            for i in op.inputs if op is not None else ():
+                if i not in parent:
+                    parent[i] = op.id
+                    queue.append(i)
+        if to_id not in parent:
+            return []
+        out, nid = [], to_id
+        while nid is not None:
+            out.append(nid)
+            nid = parent[nid]
+        return out[::-1]
 
     # -- summaries used by text, pictures, tests ---------------------------------
     def saved_tensors(self):

@@ -327,14 +327,14 @@ def test_focus_records_only_what_feeds_it_and_counts_the_rest():
     assert (a.between, a.beside, a.roots, a.focus) == (9, 1, ("loss",), ("h3",))
     assert dict(a.by_type) == {"MmBackward0": 3, "TanhBackward0": 3, "PowBackward0": 1,
                                "SumBackward0": 2, "AddBackward0": 1}
-    assert a.headline() == "loss <- 9 nodes above h3, 1 beside it"
+    assert a.headline() == "9 nodes from h3 to loss, 1 beside them"
     h3_box = next(t.id for t in snap.tensors.values() if t.name == "h3")
     assert a.into == (h3_box,)
     # the whole graph is the focused part plus what it counts: nothing silently dropped
     whole = snapshot(loss)
     assert whole.total_nodes == snap.total_nodes + a.between + a.beside == 7 + 10
     text = draw(loss, names={"W": W, "h3": hs[2], "loss": loss}, focus=hs[2]).text
-    assert text.splitlines()[0] == ("focus on h3: NOT DRAWN: loss <- 9 nodes above h3, 1 beside it "
+    assert text.splitlines()[0] == ("focus on h3: NOT DRAWN: 9 nodes from h3 to loss, 1 beside them "
                                     "(MmBackward0 x3, TanhBackward0 x3, SumBackward0 x2, AddBackward0 x1, "
                                     "PowBackward0 x1)")
 
@@ -344,9 +344,9 @@ def test_focus_box_is_drawn_under_the_focus_with_its_legend():
     pic = draw(loss, names={"h3": hs[2]}, focus=hs[2])
     h3_box = pic.snapshot.above.into[0]
     assert f"{h3_box} -> above [style=dotted]" in pic.dot
-    assert "loss" not in pic.dot and "out &#8592; 9 nodes above h3, 1 beside it" in pic.dot
-    assert "nodes above the focus, counted" in pic.dot                      # the legend says what it is
-    assert "nodes above the focus" not in draw(loss).dot
+    assert "loss" not in pic.dot and "9 nodes from h3 to out, 1 beside them" in pic.dot
+    assert "nodes from the focus to the roots, counted" in pic.dot          # the legend says what it is
+    assert "nodes from the focus" not in draw(loss).dot
     assert "<title>above</title>" in pic.svg and f"<title>{h3_box}&#45;&gt;above</title>" in pic.svg
 
 
