@@ -26,6 +26,7 @@ the answer against `helpers.trace.where_backward_stops`, which watches a real ba
 from __future__ import annotations
 
 import html
+import itertools
 import re
 import sys
 from collections import deque
@@ -37,7 +38,7 @@ from .graph import READABLE_WIDTH_PT, Picture, describe, svg_width_pt
 from .notebook import shell
 from .snapshot import GraphInputError, SavedState, Snapshot
 from .trace import next_sequence_nr
-from .walk import COUNT_LIMIT, check_max_nodes, snapshot_with_ids
+from .walk import COUNT_LIMIT, check_max_nodes, nodes_under, snapshot_with_ids
 
 FREED_TEXT = "Trying to backward through the graph a second time"
 
@@ -462,20 +463,34 @@ def _picture(d, root, named, stop, path, old_set, max_nodes, graph: _Graph) -> P
     root_name = next((n for n, t in named if t is root), "loss")
     if all(t is not root for t in keep.values()):
         keep[root_name] = root
-    best = None
+    whole = []
     if graph.snap.total_nodes <= max_nodes:
-        best = _stop_picture(d, *snapshot_with_ids(root, names=keep, max_nodes=max_nodes),
-                             stop, path, old_set)
-    # around the stop: from ABOVE_STOP nodes up the path, or fewer when that is still too wide
+        whole = [_stop_picture(d, *snapshot_with_ids(root, names=keep, max_nodes=max_nodes), stop, path, old_set)]
+    focused = (_stop_picture(d, snap, ids, stop, path, old_set)
+               for snap, ids in _around([root], path, keep, min(max_nodes, AROUND_NODES)))
+    return _readable(itertools.chain(whole, focused))
+
+
+def _around(roots, path: list, names, max_nodes: int):
+    """(snapshot, ids) of the graph behind `roots` drawn around the last node of `path` (a chain
+    of nodes from a root down to it): focused on the node ABOVE_STOP steps up the path, then
+    fewer (lazily), each drawing that last node, what feeds it, up to `max_nodes` nodes; the
+    rest counted in one box (helpers.walk, focus=)."""
     for k in range(min(ABOVE_STOP, len(path) - 1), -1, -1):
-        if best is not None and svg_width_pt(best.svg) <= READABLE_WIDTH_PT:
+        snap, ids = snapshot_with_ids(*roots, names=names, max_nodes=max_nodes, focus=path[-1 - k])
+        if path[-1] in ids:
+            yield snap, ids
+
+
+def _readable(pictures):
+    """The first of `pictures` (laid out one by one) that reads at notebook width
+    (graph.READABLE_WIDTH_PT), else the narrowest; None for none."""
+    best = None
+    for pic in pictures:
+        if best is None or svg_width_pt(pic.svg) < svg_width_pt(best.svg):
+            best = pic
+        if svg_width_pt(best.svg) <= READABLE_WIDTH_PT:
             break
-        snap, ids = snapshot_with_ids(root, names=keep, max_nodes=min(max_nodes, AROUND_NODES),
-                                      focus=path[-1 - k])
-        if stop in ids or k == 0:
-            pic = _stop_picture(d, snap, ids, stop, path, old_set)
-            if best is None or svg_width_pt(pic.svg) < svg_width_pt(best.svg):
-                best = pic
     return best
 
 
@@ -566,20 +581,62 @@ class StepPicture(Picture):
         return out
 
 
-def draw_steps(*roots, clock: StepClock, names=None, title=None, max_nodes=120) -> StepPicture:
+def draw_steps(*roots, clock: StepClock, names=None, title=None, max_nodes=120, focus=None) -> StepPicture:
     """A picture of the graph behind `roots` with every op filled by the step that created it.
 
     names: {name: tensor}, or a whole namespace such as `globals()`: then its tensors, the items
-    of its tuples and lists, and the tensors of its modules are named (as why_backward does)."""
+    of its tuples and lists, and the tensors of its modules are named (as why_backward does).
+    focus: as in helpers.graph.draw, only the part of the graph under it is drawn.
+    Without focus, a graph of more than `max_nodes` nodes, or one too wide to read at notebook
+    width, is drawn around where the newest step uses an older step's graph (the last nodes of
+    the newest step on the way there, the older node, what feeds it), the rest counted in a box.
+    """
     if names is not None and any(not isinstance(v, torch.Tensor) for v in names.values()):
         names = dict(_named_tensors(names))
-    snap, ids = snapshot_with_ids(*roots, names=names, max_nodes=max_nodes)
+    if focus is not None:
+        return _step_picture(*snapshot_with_ids(*roots, names=names, max_nodes=max_nodes, focus=focus),
+                             clock, title)
+    whole = _step_picture(*snapshot_with_ids(*roots, names=names, max_nodes=max_nodes), clock, title)
+    if not whole.snapshot.truncated and svg_width_pt(whole.svg) <= READABLE_WIDTH_PT:
+        return whole
+    path = _where_steps_meet(roots, clock)
+    if not path:
+        return whole
+    focused = (_step_picture(snap, ids, clock, title, around=(clock.step_of(path[-2]), clock.step_of(path[-1])))
+               for snap, ids in _around(roots, path, names, min(max_nodes, AROUND_NODES)))
+    return _readable(itertools.chain([] if whole.snapshot.truncated else [whole], focused)) or whole
+
+
+def _where_steps_meet(roots, clock: StepClock) -> list:
+    """The shortest chain of nodes from a root down to the first node (nearest the roots) of an
+    older step that a node of the newest step uses; [] when the graph holds one step only."""
+    parents: dict = {}
+    nodes, _ = nodes_under([t.grad_fn for t in roots if t.grad_fn is not None], parents=parents)
+    ops = [fn for fn in nodes if not _is_leaf_node(fn)]
+    if not ops:
+        return []
+    newest = max(clock.step_of(fn) for fn in ops)
+    meet = next((fn for fn in ops if clock.step_of(fn) < newest and parents[fn] is not None
+                 and clock.step_of(parents[fn]) == newest), None)
+    path = []
+    while meet is not None:
+        path.append(meet)
+        meet = parents[meet]
+    return path[::-1]
+
+
+def _step_picture(snap, ids, clock: StepClock, title, around=None) -> StepPicture:
+    """`snap` with every op filled by the step that made it. around: (newer step, older step)
+    when it is drawn around where the newer step uses the older one's graph."""
     steps = {i: clock.step_of(fn) for fn, i in ids.items() if not _is_leaf_node(fn)}
     fills = {i: STEP_FILLS[min(k, len(STEP_FILLS) - 1)] for i, k in steps.items()}
     used = sorted(set(steps.values()))
     words = {k: "made before the loop" if k == 0 else f"made by step {k}" for k in used}
     key = ", ".join(f"{words[k]}: {STEP_WORDS[min(k, len(STEP_WORDS) - 1)]}" for k in used)
     head = (title + ": " if title else "") + "ops coloured by the training step that made them"
+    if around is not None:   # short: the title sits beside the box of nodes not drawn
+        older = "the graph made before the loop" if around[1] == 0 else f"step {around[1]}'s graph"
+        head = (title + ": " if title else "") + f"where step {around[0]} uses {older}"
     legend = tuple((STEP_FILLS[min(k, len(STEP_FILLS) - 1)], words[k]) for k in used)
     by_step = "\n".join(("before the loop" if k == 0 else f"step {k}") + ": "
                         + ", ".join(f"{i} {snap.ops[i].name}" for i, s in steps.items() if s == k)

@@ -288,22 +288,26 @@ def snapshot_with_ids(*roots, names=None, max_nodes=300, focus=None) -> tuple[Sn
     return walk.snap, walk.node_id
 
 
-def nodes_under(starts, limit: int = COUNT_LIMIT) -> tuple[list[Node], bool]:
+def nodes_under(starts, limit: int = COUNT_LIMIT, parents: dict | None = None) -> tuple[list[Node], bool]:
     """(every node reachable from the nodes `starts` through next_functions, breadth-first,
     starts included; True when there were more than `limit` and the walk stopped there).
+    parents: a dict to fill with {node: the node it was first reached from} (None for a start),
+    so following it from a node gives a shortest path up to a start.
     Iterative: a 5,000-deep chain is fine."""
     seen: set[Node] = set()
     order: list[Node] = []
-    queue = deque(s for s in starts if s is not None)
+    queue = deque((s, None) for s in starts if s is not None)
     while queue:
-        fn = queue.popleft()
+        fn, parent = queue.popleft()
         if fn in seen:
             continue
         if len(order) >= limit:
             return order, True
         seen.add(fn)
         order.append(fn)
-        queue.extend(n for n, _ in fn.next_functions if n is not None)
+        if parents is not None:
+            parents[fn] = parent
+        queue.extend((n, fn) for n, _ in fn.next_functions if n is not None)
     return order, False
 
 

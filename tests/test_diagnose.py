@@ -452,3 +452,45 @@ def test_before_backward_it_says_where_it_will_stop():
     assert stop.stopped_in == d.stopped_at
     after = why_backward_failed(loss, names={"w": w, "h": h, "loss": loss})
     assert not after.not_yet_run and after.stopped_at == d.stopped_at
+
+
+def rnn_cell_two_batches(time_steps=30):
+    """An RNNCell over `time_steps` per batch, h carried into batch 2 without detach; each batch
+    ticked on a StepClock; batch 1 backwarded. (batch 2's loss, the clock, its namespace)"""
+    torch.manual_seed(0)
+    cell, head = torch.nn.RNNCell(3, 8), torch.nn.Linear(8, 1)
+    clock, h = StepClock(), torch.zeros(1, 8)
+    for step in range(2):
+        clock.tick()
+        for x in torch.randn(time_steps, 1, 3):
+            h = cell(x, h)
+        loss = (head(h) - 1).pow(2).sum()
+        if step == 0:
+            loss.backward()
+    return loss, clock, {"cell": cell, "head": head, "h": h, "loss": loss}
+
+
+def test_draw_steps_of_a_long_loop_is_drawn_where_the_steps_meet_and_reads():
+    from test_readability import MIN_TEXT_PX, svg_text_px
+
+    loss, clock, ns = rnn_cell_two_batches()
+    pic = draw_steps(loss, clock=clock, names=ns)
+    assert svg_text_px(pic.svg)[0] >= MIN_TEXT_PX
+    assert pic.text.startswith("where step 2 uses step 1's graph (made by step 1: red, made by step 2: yellow).")
+    snap = pic.snapshot
+    assert snap.above is not None and snap.above.roots == ("loss",)
+    # a node of step 1 feeds a node of step 2 in the picture: the place the steps meet
+    assert any(pic.steps.get(a) == 1 and pic.steps.get(b) == 2 for a, b in snap.edges)
+    assert pic.saved_states_by_step()[1]["freed"] > 0 and pic.saved_states_by_step()[2]["freed"] == 0
+    # the graph drawn whole, as before: unreadable
+    whole = draw_steps(loss, clock=clock, names=ns, focus=loss)
+    assert whole.snapshot.above is None and svg_text_px(whole.svg)[0] < MIN_TEXT_PX
+
+
+def test_draw_steps_takes_a_focus_and_draws_small_graphs_whole():
+    loss, clock, ns = rnn_cell_two_batches(time_steps=1)
+    assert "focus on" not in draw_steps(loss, clock=clock, names=ns).text     # small: whole, as before
+    pic = draw_steps(loss, clock=clock, names=ns, focus=ns["h"])
+    assert pic.text.splitlines()[1].startswith(
+        "focus on h: NOT DRAWN: 4 nodes from h to loss, 3 beside them")   # head Addmm, Sub, Pow, Sum; T, 2 leaves
+    assert set(pic.steps.values()) == {1, 2}
