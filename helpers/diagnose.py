@@ -29,7 +29,6 @@ import html
 import itertools
 import re
 import sys
-from collections import deque
 
 import torch
 

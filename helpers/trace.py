@@ -24,7 +24,7 @@ Where a failing backward stopped, for a notebook cell that fails live:
 from __future__ import annotations
 
 import contextlib
-from collections import Counter, deque
+from collections import Counter
 
 import torch
 

@@ -344,7 +344,7 @@ def test_a_long_loop_is_drawn_around_the_stop_a_short_one_whole():
     first = d.picture.text.splitlines()[0]
     assert re.fullmatch(r"focus on (\w+): NOT DRAWN: (\d+) nodes from \1 to loss, (\d+) beside them \(.*\)", first), first
     assert int(re.search(r"(\d+) nodes from", first).group(1)) == len(d.path) - 1 - 3   # 3 nodes above the stop drawn
-    assert "the graph around it" in d.picture.dot and f'-> above [color="' in d.picture.dot   # the path goes on, thick
+    assert "the graph around it" in d.picture.dot and '-> above [color="' in d.picture.dot   # the path goes on, thick
     # the graph drawn from the loss, as the diagnosis drew it before (60 nodes): too wide to read
     from helpers.graph import draw
     assert svg_text_px(draw(ns["loss"], max_nodes=60).svg)[0] < 7
