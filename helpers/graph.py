@@ -18,7 +18,7 @@ import re
 from . import render
 from .snapshot import GraphInputError, Role, SavedState, Snapshot, fmt_bytes, fmt_shape
 from .trace import BackwardTrace
-from .walk import snapshot, snapshot_with_ids
+from .walk import node_key, snapshot, snapshot_with_ids
 
 STATE_WORDS = {SavedState.HELD: "held", SavedState.FREED: "FREED", SavedState.VALUE: "value",
                SavedState.UNREADABLE: "UNREADABLE"}
@@ -199,13 +199,55 @@ def draw(*roots, names=None, title=None, max_nodes=300, modules=None, focus=None
 
 
 def compare(before: GraphPicture | Snapshot, after: GraphPicture | Snapshot,
-            titles=("before", "after")) -> ComparePicture:
+            titles=("before", "after"), trace: BackwardTrace | None = None) -> ComparePicture:
     """Two snapshots side by side (stacked when too wide), with what changed between them: two
-    different graphs, or one graph at two moments. It draws no 'ran #k' marks, since it never saw
-    a backward call run; to see what one call ran and freed, wrap the call in `watch(...)`."""
+    different graphs, or one graph at two moments.
+
+    trace: a `helpers.trace.BackwardTrace` that was a context manager around the backward call
+    in between: the nodes it ran are marked 'ran #k' in `after`, as `watch(...)` marks them.
+    `after` must be a picture of the graph the trace hooked (drawn from the same tensors, with
+    or without focus= or a cap); another graph is a GraphInputError, never wrong marks.
+
+        before = draw(loss, names=...)
+        with BackwardTrace(loss) as tr:
+            loss.backward()
+        compare(before, draw(loss, names=...), trace=tr)
+    """
     b = before.snapshot if isinstance(before, GraphPicture) else before
     a = after.snapshot if isinstance(after, GraphPicture) else after
-    return ComparePicture(b, a, titles)
+    ran, text = {}, None
+    if trace is not None:
+        ran, text = ran_marks(trace, trace_ids(trace, a), a)
+    return ComparePicture(b, a, titles, ran=ran, ran_text=text)
+
+
+def trace_ids(trace: BackwardTrace, snap: Snapshot) -> dict:
+    """{node the trace hooked: its id in `snap`}, matched by walk.node_key (an op's creation
+    number, a leaf's identity: not by position, so the order of the roots does not matter).
+    A GraphInputError when `snap` shows a node the trace did not hook (another graph)."""
+    if not isinstance(trace, BackwardTrace):
+        raise GraphInputError(f"trace= takes a helpers.trace.BackwardTrace used around the backward call "
+                              f"(with BackwardTrace(loss) as tr: loss.backward()); got a {type(trace).__name__}.")
+    if trace.recording:
+        raise GraphInputError("trace= is still recording (compare() was called inside its with-block): "
+                              "call compare after the block, once the backward call has finished.")
+    drawn = dict(snap.node_keys)
+    if snap.ops and not drawn:
+        raise GraphInputError("trace= needs `after` as drawn from a live graph (draw(...) or "
+                              "helpers.walk.snapshot), not a Snapshot built by hand.")
+    by_key = {key: nid for nid, key in drawn.items()}
+    ids = {fn: by_key[k] for fn in trace.nodes if (k := node_key(fn)) in by_key}
+    matched = set(ids.values())
+    missing = [i for i in drawn if i not in matched]
+    if missing:
+        shown = ", ".join(f"{i} {snap.ops[i].name}" if i in snap.ops else f"{i} ({snap.tensors[i].name})"
+                          for i in missing[:4]) + (", ..." if len(missing) > 4 else "")
+        raise GraphInputError(
+            f"trace= recorded a backward through another graph than `after`: {len(missing)} of the "
+            f"{len(drawn)} nodes drawn in `after` are not in it ({shown}). Draw `after` from the "
+            "tensors the BackwardTrace hooked, e.g. BackwardTrace(loss) and draw(loss, ...), "
+            "after the call.")
+    return ids
 
 
 class Watch:

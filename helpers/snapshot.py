@@ -157,6 +157,10 @@ class Snapshot:
     count_capped: bool = False
     cut_at: list[str] = field(default_factory=list)  # drawn op ids with inputs beyond the cap
     above: AboveFocus | None = None   # drawn with focus=: what lies between the roots and the focus
+    # which live node each drawn id was (walk.node_key: an op's name and creation number, a leaf's
+    # identity), so a BackwardTrace of the same graph maps onto these ids. Internal only: never
+    # printed, not compared.
+    node_keys: dict[str, tuple] = field(default_factory=dict, compare=False, repr=False)
 
     # -- what each node is ----------------------------------------------------------
     def role(self, node_id: str) -> Role:

@@ -107,6 +107,11 @@ class BackwardTrace:
         return False
 
     @property
+    def recording(self) -> bool:
+        """True inside the with-block (its hooks are registered)."""
+        return bool(self._handles)
+
+    @property
     def order(self) -> list[str]:
         return [s.name for s in self.steps]
 

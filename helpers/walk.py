@@ -311,6 +311,15 @@ def nodes_under(starts, limit: int = COUNT_LIMIT, parents: dict | None = None) -
     return order, False
 
 
+def node_key(fn: Node) -> tuple:
+    """What identifies a live node across walks: an op by its name and creation number
+    (`_sequence_nr`, unique per thread), a leaf's AccumulateGrad (whose number is always the
+    same) by its tensor's identity. Snapshot.node_keys holds it per drawn id."""
+    if type(fn).__name__ == "AccumulateGrad":
+        return ("leaf", id(fn.variable))
+    return (fn.name(), fn._sequence_nr())
+
+
 def check_focus(focus) -> list:
     """The focus as a list of tensors and grad_fn nodes, or a GraphInputError saying what to pass."""
     many = isinstance(focus, (list, tuple))
@@ -425,6 +434,7 @@ class _Walk:
             if id(leaf) in self.leaf_box:  # drawn already (a leaf passed as a root)
                 self.keep.append(fn)
                 self.node_id[fn] = self.leaf_box[id(leaf)]
+                self.snap.node_keys[self.node_id[fn]] = node_key(fn)
                 return self.node_id[fn], False
         if self._full():
             return None, True
@@ -436,6 +446,7 @@ class _Walk:
             self.snap.ops[nid] = Op(id=nid, name=fn.name(), saved=_read_saved(fn, self.storages))
             self.queue.append((fn, nid))
         self.node_id[fn] = nid
+        self.snap.node_keys[nid] = node_key(fn)
         return nid, False
 
     def add_roots(self, roots) -> None:
