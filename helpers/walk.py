@@ -513,8 +513,8 @@ class _Walk:
                     stack.append(u)
         rest = [fn for fn in full if fn not in under_set]
         focus_leaves = {id(f) for f, fn, _ in resolved if fn is None}
-        extra_leaves = [t for t in leaf_roots if id(t) not in focus_leaves and
-                        accumulators.get(id(t)) not in under_set]
+        # leaf roots no op uses (their node is not in `full`, so `rest` does not count them)
+        extra_leaves = [t for t in leaf_roots if id(t) not in focus_leaves and id(t) not in accumulators]
         self.above = (rest, above, extra_leaves, capped)
         for f, fn, name in resolved:
             if fn is None:   # a leaf root with no node of its own: its box

@@ -382,3 +382,15 @@ def test_watch_with_focus_marks_what_ran_under_the_focus():
     assert len(w.picture.ran) == len(w.after.ops) + 1     # every drawn op and W's AccumulateGrad ran
     assert "(not drawn)" in w.picture.text                 # the ops above h2 ran too, and are named
     assert all(s.state == "freed" for _, s in w.after.saved_tensors())
+
+
+def test_snapshot_reads_reachability_and_paths_from_its_ids():
+    t = seed_graph()
+    snap = snapshot(t["d"], t["e"], names=t)
+    ids = {op.name: op.id for op in snap.ops.values()}
+    leaf = next(i for i, b in snap.tensors.items() if b.role == "leaf")
+    assert snap.path(ids["MeanBackward0"], leaf) == [ids["MeanBackward0"], ids["MulBackward0"], ids["PowBackward0"], leaf]
+    assert snap.path(ids["MeanBackward0"], ids["SumBackward0"]) == []          # another branch
+    assert snap.under([ids["MulBackward0"]]) == {ids["MulBackward0"], ids["PowBackward0"], leaf}
+    assert snap.reaching(ids["PowBackward0"]) == {ids[n] for n in ("PowBackward0", "MulBackward0",
+                                                                    "MeanBackward0", "SumBackward0")}
