@@ -347,35 +347,27 @@ def check_focus(focus) -> list:
 def _name_focus(items, names: dict) -> list[str]:
     """The name of each focus item: the name given in `names`, else 'focus' ('focus1', ... for
     several; added to `names`, so its box is drawn), or a node's own name."""
-    out = []
-    for i, f in enumerate(items):
-        if isinstance(f, Node):
-            out.append(f.name())
-            continue
-        found = next((n for n, v in names.items() if v is f), None)
-        if found is None:
-            found = "focus" if len(items) == 1 else f"focus{i + 1}"
-            while found in names:
-                found += "'"
-            names[found] = f
-        out.append(found)
-    return out
+    return [f.name() if isinstance(f, Node) else
+            _name_in(names, f, "focus" if len(items) == 1 else f"focus{i + 1}") for i, f in enumerate(items)]
 
 
 def _name_roots(roots, names) -> tuple[dict[str, torch.Tensor], list[str]]:
     """(every name -> tensor, the roots' names): a root the caller did not name is 'out'
     (or 'out1', 'out2', ... for several), never taking a name given to another tensor."""
     names = dict(names or {})
-    root_names = []
-    for i, t in enumerate(roots):
-        found = next((n for n, v in names.items() if v is t), None)
-        if found is None:
-            found = "out" if len(roots) == 1 else f"out{i + 1}"
-            while found in names:
-                found += "'"
-            names[found] = t
-        root_names.append(found)
+    root_names = [_name_in(names, t, "out" if len(roots) == 1 else f"out{i + 1}") for i, t in enumerate(roots)]
     return names, root_names
+
+
+def _name_in(names: dict, t, default: str) -> str:
+    """The name `names` gives tensor `t`; else `default` (primed while taken), added to `names`."""
+    found = next((n for n, v in names.items() if v is t), None)
+    if found is None:
+        found = default
+        while found in names:
+            found += "'"
+        names[found] = t
+    return found
 
 
 class _Walk:
