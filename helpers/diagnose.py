@@ -21,7 +21,12 @@ graph: a running total chains one `AddBackward0` per step; otherwise the previou
 loss, never reachable from this step's, leaves a gap in the creation numbers. (The tests check
 the answer against `helpers.trace.where_backward_stops`, which watches a real backward.)
 
-`StepClock` and `draw_steps` colour a graph's nodes by the training step that created them.
+The picture: a small graph whole; a long loop's graph (an RNN over many time steps) around the
+stop: the last nodes of the path from the loss, the stop, what feeds it, the rest counted in one
+box (`helpers.walk`'s focus=), so that it reads at notebook width.
+
+`StepClock` and `draw_steps` colour a graph's nodes by the training step that created them
+(a long loop's graph: around where the newest step uses an older step's graph).
 """
 from __future__ import annotations
 
