@@ -200,6 +200,15 @@ def _summary_label(snap: Snapshot) -> str:
             f'<TR><TD><FONT POINT-SIZE="10">draw(..., max_nodes=N) draws more</FONT></TD></TR></TABLE>>')
 
 
+def _above_label(above) -> str:
+    """The box standing for what a focus= picture leaves out: '14 nodes from h to loss'."""
+    return (f'<<TABLE BORDER="1" CELLBORDER="0" COLOR="{CLUSTER}" STYLE="dashed">'
+            f"<TR><TD><B>{esc(above.headline())}</B></TD></TR>"
+            f'<TR><TD><FONT POINT-SIZE="10">{esc(above.kinds(shown=3))}</FONT></TD></TR>'
+            f'<TR><TD><FONT POINT-SIZE="10">not drawn (focus=): draw without focus= shows them</FONT></TD></TR>'
+            "</TABLE>>")
+
+
 # --------------------------------------------------------------------------------
 # Shared leaves: the cause of slow layouts. A weight used by every step of an unrolled RNN
 # is one box with an edge to each use; Graphviz spent seconds to minutes routing those
@@ -255,10 +264,13 @@ TRANSPOSE = "TBackward0"
 
 def folded_transposes(snap: Snapshot) -> dict[str, tuple[str, str]]:
     """{TBackward0 id: (leaf id, user op id)} for each transpose drawn as a marked edge: it saved
-    nothing, its one input is a leaf, and its one output edge goes to an op (no named tensor)."""
+    nothing, its one input is a leaf, and its one output edge goes to an op (no named tensor, no
+    focus= box of the part above)."""
     outs: dict[str, list[str]] = {}
     for a, b in snap.edges:
         outs.setdefault(a, []).append(b)
+    for a in snap.above.into if snap.above is not None else ():
+        outs.setdefault(a, []).append("above")
     folded = {}
     for op in snap.ops.values():
         if op.name != TRANSPOSE or op.saved or len(op.inputs) != 1 or op.id in snap.cut_at:
@@ -375,6 +387,12 @@ def add_snapshot(g: graphviz.Digraph, snap: Snapshot, prefix: str = "", highligh
         # the hidden part is upstream (towards the leaves) of the nodes where the walk stopped
         for op_id in snap.cut_at:
             g.edge(prefix + "more", prefix + op_id, style="dotted")
+    if snap.above is not None:   # drawn with focus=: the part between the roots and the focus
+        g.node(prefix + "above", _above_label(snap.above), shape="plaintext")
+        for nid in snap.above.into:
+            thick = (nid, "above") in marks.path
+            g.edge(prefix + nid, prefix + "above", **({"color": HIGHLIGHT, "penwidth": "3"} if thick
+                                                       else {"style": "dotted"}))
 
 
 def _add_clusters(body: list, lines: dict, grouping: Grouping, prefix: str) -> None:
@@ -488,6 +506,8 @@ def features(snaps, marks: Marks, grouping=None) -> list[str]:
         present.append("module")
     if any(snap.truncated for snap in snaps):
         present.append("more")
+    if any(snap.above is not None for snap in snaps):
+        present.append("above")
     return present
 
 
@@ -506,6 +526,7 @@ _LEGEND_ENTRIES = {
     "transpose": ("", ".T on an edge: the weight enters transposed (TBackward0, drawn as the edge)"),
     "module": (f'COLOR="{CLUSTER}" STYLE="rounded" BORDER="1"', "module call: saved bytes held / freed"),
     "more": (f'COLOR="{FREED}" STYLE="dashed" BORDER="1"', "nodes beyond max_nodes, counted"),
+    "above": (f'COLOR="{CLUSTER}" STYLE="dashed" BORDER="1"', "nodes from the focus to the roots, counted"),
 }
 
 
