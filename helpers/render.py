@@ -291,7 +291,7 @@ def _transpose_edge(tail: str, head: str, order, running: bool, path: bool) -> s
     if running or path:
         colour = f' color="{HIGHLIGHT}" penwidth=3'
     return (f"\t{tail} -> {head} [taillabel=<<B>{esc(mark)}</B>> fontname=Helvetica fontsize=11 "
-            f"labeldistance=1.5{colour}]\n")
+            f"labeldistance=1.5 minlen=2{colour}]\n")
 
 
 # --------------------------------------------------------------------------------
@@ -523,7 +523,7 @@ _LEGEND_ENTRIES = {
     "ran": (f'BGCOLOR="{RAN}"', "ran #k: ran in this backward, k-th"),
     "changed": (f'BGCOLOR="{CHANGED}"', ".grad changed by this call"),
     "ref": (f'BGCOLOR="{LEAF}" STYLE="dashed" BORDER="1"', "same leaf, drawn again near a far use"),
-    "transpose": ("", ".T on an edge: the weight enters transposed (TBackward0, drawn as the edge)"),
+    "transpose": ("", ".T on an edge: weight used transposed (TBackward0)"),
     "module": (f'COLOR="{CLUSTER}" STYLE="rounded" BORDER="1"', "module call: saved bytes held / freed"),
     "more": (f'COLOR="{FREED}" STYLE="dashed" BORDER="1"', "nodes beyond max_nodes, counted"),
     "above": (f'COLOR="{CLUSTER}" STYLE="dashed" BORDER="1"', "nodes from the focus to the roots, counted"),

@@ -408,7 +408,7 @@ def test_a_linear_weights_transpose_is_an_edge_marked_T():
     assert "TBackward0</B>" not in pic.dot and "TBackward0" in pic.text     # the text keeps it
     assert f"\t{leaf} -> {user} [taillabel=<<B>.T</B>>" in pic.dot
     assert f"\t{leaf} -> {t}" not in pic.dot and f"\t{t} -> {user}" not in pic.dot
-    assert ".T on an edge: the weight enters transposed" in pic.dot
+    assert ".T on an edge: weight used transposed (TBackward0)" in pic.dot
     assert pic.svg.count('class="node"') == len(snap.ops) - 1 + len(snap.tensors)
     unfolded = render.new_digraph()
     render.add_snapshot(unfolded, snap, fold=False)
