@@ -434,7 +434,7 @@ def pair_cases():
     def stepper02():
         loss_cat, loss_car, names = cat_car()
         s = step_through(lambda: loss_car.backward(), loss_cat, loss_car, names=names)
-        return [(f.snapshot, s._marks(i)) for i, f in enumerate(s.frames)]
+        return [(f.snapshot, Marks(highlight=frozenset({f.node_id} if f.node_id else ()))) for f in s.frames]
 
     def transformer():
         torch.manual_seed(0)
