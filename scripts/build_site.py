@@ -209,6 +209,15 @@ def fold_going_deeper(nb) -> int:
     return sections
 
 
+def export(exp, nb, name: str, **resources) -> str:
+    """The page `exp` (an nbconvert exporter) makes of `nb`, as the site and the slides make it: the
+    notebook's widget views dropped (each falls back to its output's static form), files relative
+    to the notebooks folder. Extra resources go to the template."""
+    nb.metadata.pop("widgets", None)
+    body, _ = exp.from_notebook_node(nb, resources={"metadata": {"name": name, "path": str(nav.NB_DIR)}, **resources})
+    return body
+
+
 def exporter() -> SiteExporter:
     return SiteExporter(template_name="lab", template_file="bt_site.html.j2",
                         extra_loaders=[jinja2.DictLoader({"bt_site.html.j2": TEMPLATE})])
@@ -307,11 +316,9 @@ def build(out: pathlib.Path = DEFAULT_OUT, only=None) -> list:
         if only and it["file"] not in only:
             continue
         nb.metadata["title"] = it["title"]
-        nb.metadata.pop("widgets", None)     # a widget view falls back to the output's static form
         fold_going_deeper(nb)
-        resources = {"metadata": {"name": it["title"], "path": str(nav.NB_DIR)}, "bt_css": SITE_CSS,
-                     "bt_nav_top": nav_bar(items, i, "top"), "bt_nav_bottom": nav_bar(items, i, "bottom")}
-        body, _ = exp.from_notebook_node(nb, resources=resources)
+        body = export(exp, nb, it["title"], bt_css=SITE_CSS, bt_nav_top=nav_bar(items, i, "top"),
+                      bt_nav_bottom=nav_bar(items, i, "bottom"))
         page = out / page_name(it["file"])
         page.write_text(rewrite_links(body, items, out, copied), encoding="utf-8")
         written.append(page)
