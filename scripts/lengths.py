@@ -22,6 +22,8 @@ a 45-minute period for the exercises and the discussion.
     python scripts/lengths.py --check        # also exit 1 if a notebook is over the limits
 
 Importable: `from scripts.lengths import measure, core_minutes` (tests, nav.py, the teacher's guide).
+`sections(nb)` is the one home of where Going deeper and Solutions sections start and end: the
+core path, the site's folding, the handout, the classroom kit and the tests all read it.
 """
 from __future__ import annotations
 
