@@ -171,7 +171,7 @@ def changes(before: Snapshot, after: Snapshot) -> str:
     return "\n".join(lines)
 
 
-def draw(*roots, names=None, title=None, max_nodes=300, modules=None) -> GraphPicture:
+def draw(*roots, names=None, title=None, max_nodes=300, modules=None, expand=None) -> GraphPicture:
     """A picture of the autograd graph behind `roots` (one or more tensors).
 
     names: {"a": a, "loss": loss, ...} labels leaves, outputs and intermediates
@@ -179,12 +179,19 @@ def draw(*roots, names=None, title=None, max_nodes=300, modules=None) -> GraphPi
     max_nodes: beyond this many nodes the rest is summarised, not drawn.
     modules: the model whose forward ran under `helpers.modules.record_modules(model)`: nodes
         are grouped by the module call that made them, each group with its saved bytes, and
-        runs of identical blocks beyond max_nodes are collapsed into one box each.
+        runs of identical blocks beyond max_nodes are collapsed into one box each. When that
+        picture lays out wider than fits a notebook (READABLE_WIDTH_PT), each call inside the
+        model is drawn as one box instead: what each of its layers saved, held or freed.
+    expand (with modules=): True draws every op, in module clusters, however wide; a list of
+        module paths (['cat']) draws the one-box-per-call picture with those calls op by op.
     """
+    if expand is not None and modules is None:
+        raise GraphInputError("expand= opens module calls: it needs modules=model too.")
     if modules is not None:
         from .modules import grouped_picture
 
-        return grouped_picture(roots, names=names, title=title, max_nodes=max_nodes, modules=modules)
+        return grouped_picture(roots, names=names, title=title, max_nodes=max_nodes, modules=modules,
+                               expand=expand)
     return GraphPicture(snapshot(*roots, names=names, max_nodes=max_nodes), title)
 
 

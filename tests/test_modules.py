@@ -6,11 +6,13 @@ import weakref
 
 import pytest
 import torch
+from test_readability import svg_text_px
 from torch import nn
 
-from helpers.graph import draw
+from helpers.graph import READABLE_WIDTH_PT, draw, svg_width_pt
 from helpers.modules import record_modules
-from helpers.snapshot import GraphInputError
+from helpers.multitask import CatCarNet, make_images
+from helpers.snapshot import GraphInputError, fmt_bytes
 from helpers.walk import snapshot
 
 
@@ -137,3 +139,106 @@ def test_when_one_open_block_is_still_too_many_the_whole_run_is_one_box():
     assert "&#215;5 TransformerEncoderLayer" in pic.dot and "layers.1 &#8230; layers.5" in pic.dot
     assert "layers.0: TransformerEncoderLayer" in pic.dot and pic.dot.count("[label=") <= 80
     assert "collapsed in the picture: 5 x TransformerEncoderLayer (layers.1 ... layers.5)" in pic.text
+
+
+# --------------------------------------------------------------------------------
+# Readable at notebook width: a branching net as one box per module call
+def catcar(images=8):
+    """Notebook 02's two-head net (a conv trunk, a cat head and a car head), both losses."""
+    torch.manual_seed(0)
+    net = CatCarNet()
+    x, y = make_images(images, seed=0)
+    with record_modules(net):
+        cat, car = net(x)
+    loss_cat = nn.functional.binary_cross_entropy_with_logits(cat, y[:, 0])
+    loss_car = nn.functional.binary_cross_entropy_with_logits(car, y[:, 1])
+    return net, x, loss_cat, loss_car
+
+
+def text_px(pic):
+    return svg_text_px(pic.svg)[0]
+
+
+def test_two_head_net_reads_at_notebook_width():
+    net, x, loss_cat, loss_car = catcar()
+    ops = draw(loss_cat, loss_car, modules=net, expand=True)       # every op: too wide to read
+    assert ops.form == "ops" and svg_width_pt(ops.svg) > READABLE_WIDTH_PT and text_px(ops) < 9
+    pic = draw(loss_cat, loss_car, modules=net)
+    assert text_px(pic) >= 9 and svg_width_pt(pic.svg) <= READABLE_WIDTH_PT and pic.form == "calls"
+    assert pic.text == ops.text                                     # the text form does not change
+    boxes = re.findall(r'<B>(\w+): Sequential</B></TD></TR><TR><TD COLSPAN="2" ALIGN="LEFT">'
+                       r'<FONT POINT-SIZE="10">(\d+) saved, ([\d.]+ \w*B) held', pic.dot)
+    assert [b[0] for b in boxes] == ["trunk", "cat", "car"]
+    # the trunk's box counts what the trunk alone saves: its graph drawn on its own
+    trunk = snapshot(net.trunk(x))
+    assert boxes[0][1:] == (str(sum(1 for _ in trunk.saved_tensors())),
+                            fmt_bytes(trunk.unique_bytes_by_state()["held"]))
+    for layer in ("0: Conv2d", "1: ReLU", "4: Conv2d"):                 # which layer saved what
+        assert f">{layer}</FONT>" in pic.dot
+    assert "mat2 = 0.weight.T (128, 16) 8.0 KiB" in pic.dot and pic.dot.count("AddmmBackward0") == 0
+
+
+def test_overview_marks_what_backward_freed_and_which_params_got_grads():
+    net, x, loss_cat, loss_car = catcar()
+    before = draw(loss_cat, loss_car, modules=net, expand=[])   # a walk before backward records the sizes
+    held = re.search(r"<B>car: Sequential</B>.*?(\d+) saved, ([\d.]+ KiB) held", before.dot).groups()
+    loss_car.backward()
+    pic = draw(loss_cat, loss_car, modules=net, expand=[])
+    cat = re.search(r"<B>cat: Sequential</B>(.*?)</TABLE>", pic.dot).group(1)
+    car = re.search(r"<B>car: Sequential</B>(.*?)</TABLE>", pic.dot).group(1)
+    assert "FREED" not in cat and "0 B held" not in cat and "parameters: no .grad" in cat
+    # the car head's 8 saved tensors (3 Linears: mat1, mat2; 2 ReLUs: result), each marked
+    assert held[0] == "8" and car.count("<B>FREED</B>") == 8 and "parameters: .grad set" in car
+    assert f"8 saved, 0 B held, {held[1]} freed" in car
+    assert "saved tensor FREED by backward" in pic.dot           # in the legend, though no op shows it
+    assert text_px(pic) >= 9
+
+
+def test_resnet_and_transformer_read_at_notebook_width():
+    net, loss = resnet(4)
+    pic = draw(loss, modules=net)
+    assert svg_width_pt(draw(loss, modules=net, expand=True).svg) > READABLE_WIDTH_PT
+    assert pic.form == "calls" and text_px(pic) >= 9
+    # four identical blocks in a row, in the same state: one box, its rows the first block's
+    assert "&#215;4 Block: 1 &#8230; 4, the same ops each" in pic.dot
+    assert re.search(r"each: 18 saved, as listed; all 4: 72 saved, [\d.]+ KiB held", pic.dot)
+    enc, loss = transformer(6)
+    for kw in ({}, {"max_nodes": 80}, {"expand": []}):      # 08 draws max_nodes=80
+        pic = draw(loss, modules=enc, **kw)
+        assert text_px(pic) >= 9, kw
+    assert "&#215;5 TransformerEncoderLayer: layers.1 &#8230; layers.5" in pic.dot
+
+
+def test_expand_opens_one_call_op_by_op():
+    net, x, loss_cat, loss_car = catcar()
+    pic = draw(loss_cat, loss_car, modules=net, expand=["car"])
+    assert pic.form == "calls" and pic.dot.count("AddmmBackward0") == 3     # car's three Linears
+    assert "<B>cat: Sequential</B></TD>" in pic.dot and "<B>car: Sequential</B><BR/>" in pic.dot
+    with pytest.raises(GraphInputError, match=r"\['car', 'cat', 'trunk'\]; not \['head'\]"):
+        draw(loss_cat, loss_car, modules=net, expand=["head"])
+    with pytest.raises(GraphInputError, match="modules=model"):
+        draw(loss_cat, expand=["car"])
+
+
+def test_module_totals_count_a_shared_buffer_once_as_the_picture_does():
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+    with record_modules(net):
+        loss = net(torch.randn(5, 4)).pow(2).sum()
+    snap = snapshot(loss, names=dict(net.named_parameters()))
+    shared = snap.shared_buffers()
+    # the real case: the ReLU's output, saved as its result and as the next Linear's mat1
+    assert [sorted(f"{op.name}.{s.slot}" for op, s in slots) for slots in shared.values()] == [
+        ["AddmmBackward0.mat1", "ReluBackward0.result"]]
+    unique, double = snap.unique_bytes_by_state()["held"], snap.bytes_by_state()["held"]
+    assert unique < double
+    inside = sum(s.nbytes for op, s in snap.saved_tensors() if op.name != "PowBackward0")
+    pow_bytes = double - inside
+    pic = draw(loss, modules=net)
+    model_line = pic.text.splitlines()[1]
+    assert model_line == f"(model): Sequential: {len(list(snap.saved_tensors())) - 1} saved, " \
+                         f"{fmt_bytes(unique - pow_bytes)} held"
+    assert f"counted once: {fmt_bytes(unique)} held" in pic.text      # draw()'s own total
+    loss.backward()
+    after = draw(loss, modules=net)
+    assert f"0 B held, {fmt_bytes(unique - pow_bytes)} freed" in after.text.splitlines()[1]
