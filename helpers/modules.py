@@ -440,14 +440,19 @@ OVERVIEW_HINT = "module call as one box: what each layer saved (draw(..., expand
 
 def overview_dot(full: Snapshot, groups: dict, drawn: Collapsed, param_names: dict, title=None,
                  expand=()) -> str:
-    """DOT of the overview: the calls just inside the outermost ones (every outermost call with
-    nothing inside it) drawn as one box each, except the calls whose paths are in `expand`,
-    drawn op by op in a cluster; ops made outside these calls (a loss) are drawn as usual."""
+    """DOT of the overview: the calls just inside the model's call (or, when the model itself
+    was not called once, each outermost call) drawn as one box each, except the calls whose
+    paths are in `expand`, drawn op by op in a cluster; ops made outside every call (a loss)
+    are drawn as usual."""
     expand = [expand] if isinstance(expand, str) else list(expand)
     snap = drawn.snap
     depth = _depths(groups)
+    # the model called once: the calls inside it are the boxes; parts called one by one
+    # (feats = net.trunk(x); net.cat(feats); ...) or a model called twice: each outermost call
+    outer = [k for k in groups if depth[k] == 0 and groups[k].children]
+    level = 1 if len(outer) == 1 else 0
     boxed = [k for k in sorted(groups, key=lambda k: groups[k].call.start)
-             if depth[k] == 1 or (depth[k] == 0 and not groups[k].children)]
+             if depth[k] == level or (depth[k] == 0 and not groups[k].children)]
     paths = {groups[k].call.path for k in boxed}
     unknown = [p for p in expand if p not in paths]
     if unknown:
@@ -491,7 +496,7 @@ def overview_dot(full: Snapshot, groups: dict, drawn: Collapsed, param_names: di
         cut_at=[c for c in snap.cut_at if c not in gone])
     clusters = {k: (groups[k].call.parent, _cluster_label(full, groups, k))
                 for k in sorted(groups, key=lambda k: groups[k].call.start)
-                if (depth[k] == 0 and groups[k].children) or k in opened}
+                if (depth[k] < level) or k in opened}
     of = {}
     for key, g in groups.items():
         target = key
@@ -512,6 +517,8 @@ def overview_dot(full: Snapshot, groups: dict, drawn: Collapsed, param_names: di
         (SavedState.HELD, render.HELD, "saved tensor held in memory"),
         (SavedState.FREED, render.FREED, "saved tensor FREED by backward"))
         if state in states and state not in {s.state for _, s in small.saved_tensors()})
+    if full.shared_buffers() and not small.shared_buffers():
+        extra += ((render.VALUE, "shared: one buffer, several slots (counted once)"),)
     return render.to_dot(small, title, grouping=grouping,
                          marks=render.Marks(legend=extra + ((render.CLUSTER, OVERVIEW_HINT),)))
 

@@ -242,3 +242,26 @@ def test_module_totals_count_a_shared_buffer_once_as_the_picture_does():
     loss.backward()
     after = draw(loss, modules=net)
     assert f"0 B held, {fmt_bytes(unique - pow_bytes)} freed" in after.text.splitlines()[1]
+
+
+def test_parts_called_one_by_one_are_one_box_each():
+    """Notebook 02 calls net.trunk, net.cat and net.car itself (the model is never called): each
+    part is a box. After loss_car.backward() the trunk and the car head are freed, the cat head
+    is held: the picture of why loss_cat.backward() still works and a third would not."""
+    torch.manual_seed(0)
+    net = CatCarNet()
+    x, y = make_images(8, seed=0)
+    with record_modules(net):
+        feats = net.trunk(x)
+        loss_cat = nn.functional.binary_cross_entropy_with_logits(net.cat(feats).squeeze(1), y[:, 0])
+        loss_car = nn.functional.binary_cross_entropy_with_logits(net.car(feats).squeeze(1), y[:, 1])
+    draw(loss_cat, loss_car, modules=net)
+    loss_car.backward()
+    pic = draw(loss_cat, loss_car, modules=net)
+    assert pic.form == "calls" and text_px(pic) >= 9
+    boxes = dict(re.findall(r"<B>(\w+): Sequential</B></TD></TR><TR><TD COLSPAN=\"2\" ALIGN=\"LEFT\">"
+                            r"<FONT POINT-SIZE=\"10\">\d+ saved, ([^<]*)</FONT>", pic.dot))
+    assert list(boxes) == ["trunk", "cat", "car"]
+    assert boxes["trunk"].startswith("0 B held, ") and boxes["car"].startswith("0 B held, ")
+    assert "freed" not in boxes["cat"]
+    assert "shared: one buffer, several slots" in pic.dot       # the boxes mark shared slots: explained
