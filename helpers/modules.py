@@ -377,9 +377,11 @@ def grouped_picture(roots, names=None, title=None, max_nodes=300, modules=None, 
     owned = {n for g in groups.values() for n in g.nodes}
     outside = sum(1 for n in [*full.ops, *full.tensors] if n not in owned)
     base = Collapsed(full, {}, [], {}) if outside <= max_nodes else runs_drawn    # boxes: small
-    overview = None if expand is True else overview_dot(full, groups, base, param_names, title,
-                                                        () if expand is None else expand)
-    return ModulePicture(snap, text, detail, overview)
+    def overview():
+        return overview_dot(full, groups, base, param_names, title, () if expand is None else expand)
+
+    # auto: the overview is built only if the op-by-op picture turns out too wide
+    return ModulePicture(snap, text, detail, None if expand is True else overview if expand is None else overview())
 
 
 @dataclass
@@ -644,7 +646,8 @@ class ModulePicture(GraphPicture):
     drawn unless it lays out wider than READABLE_WIDTH_PT (its text would be under 9 px at
     notebook width) and the overview is narrower: `form` says which, once `.svg` was read."""
 
-    def __init__(self, snap: Snapshot, text: str, ops_dot: str | None, calls_dot: str | None):
+    def __init__(self, snap: Snapshot, text: str, ops_dot: str | None, calls_dot):
+        """calls_dot: the overview's DOT, or a function making it (called only when needed)."""
         self.snapshot = snap
         Picture.__init__(self, ops_dot if ops_dot is not None else calls_dot, text)
         self._form = "ops" if ops_dot is not None else "calls"
@@ -661,6 +664,8 @@ class ModulePicture(GraphPicture):
         if self._svg is None:
             svg = render.svg_from_dot(self.dot)
             if self.overview is not None and svg_width_pt(svg) > READABLE_WIDTH_PT:
+                if callable(self.overview):
+                    self.overview = self.overview()
                 other = render.svg_from_dot(self.overview)
                 if svg_width_pt(other) < svg_width_pt(svg):
                     svg, self.dot, self._form = other, self.overview, "calls"
