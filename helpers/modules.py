@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import torch
 
 from . import render
-from .graph import READABLE_WIDTH_PT, GraphPicture, Picture, describe, svg_width_pt
+from .graph import READABLE_WIDTH_PT, GraphPicture, Picture, describe
 from .snapshot import GraphInputError, Role, SavedState, Snapshot, fmt_bytes, fmt_shape
 from .trace import next_sequence_nr
 from .walk import COUNT_LIMIT, snapshot_with_ids
@@ -640,11 +640,22 @@ def _item(what: str, s, shared: bool) -> str:
     return f'<FONT COLOR="{render.VALUE}">{render.esc(s.slot)}: unreadable</FONT>'
 
 
+SCREEN_PX = 1_800    # the op-by-op picture is kept up to about two screens tall, shown at 860 px
+
+
+def shown_px(svg: str) -> tuple[float, float]:
+    """(width pt, height in px) of an SVG shown in a notebook's ~860 px output area."""
+    m = re.search(r'<svg[^>]*?width="([\d.]+)pt"[^>]*?height="([\d.]+)pt"', svg)
+    w, h = (float(m.group(1)), float(m.group(2))) if m else (0.0, 0.0)
+    return w, h * 4 / 3 * min(1.0, READABLE_WIDTH_PT / w if w else 1.0)
+
+
 class ModulePicture(GraphPicture):
     """draw(loss, modules=model): the graph op by op in module clusters (form 'ops'), or the
     overview, one box per module call (form 'calls'). With both given, the op-by-op picture is
-    drawn unless it lays out wider than READABLE_WIDTH_PT (its text would be under 9 px at
-    notebook width) and the overview is narrower: `form` says which, once `.svg` was read."""
+    drawn when it reads on about two screens at notebook width: no wider than READABLE_WIDTH_PT
+    (else its text is under 9 px) and no taller than SCREEN_PX. Otherwise the overview is drawn
+    if it does better: narrower, or as readable and shorter. `form` says which (it lays out)."""
 
     def __init__(self, snap: Snapshot, text: str, ops_dot: str | None, calls_dot):
         """calls_dot: the overview's DOT, or a function making it (called only when needed)."""
@@ -663,11 +674,13 @@ class ModulePicture(GraphPicture):
     def svg(self) -> str:
         if self._svg is None:
             svg = render.svg_from_dot(self.dot)
-            if self.overview is not None and svg_width_pt(svg) > READABLE_WIDTH_PT:
+            width, height = shown_px(svg)
+            if self.overview is not None and (width > READABLE_WIDTH_PT or height > SCREEN_PX):
                 if callable(self.overview):
                     self.overview = self.overview()
                 other = render.svg_from_dot(self.overview)
-                if svg_width_pt(other) < svg_width_pt(svg):
+                w, h = shown_px(other)
+                if w < width if width > READABLE_WIDTH_PT else (w <= READABLE_WIDTH_PT and h < height):
                     svg, self.dot, self._form = other, self.overview, "calls"
             self._svg = svg
         return self._svg

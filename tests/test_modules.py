@@ -10,7 +10,7 @@ from test_readability import svg_text_px
 from torch import nn
 
 from helpers.graph import READABLE_WIDTH_PT, draw, svg_width_pt
-from helpers.modules import record_modules
+from helpers.modules import SCREEN_PX, record_modules, shown_px
 from helpers.multitask import CatCarNet, make_images
 from helpers.snapshot import GraphInputError, fmt_bytes
 from helpers.walk import snapshot
@@ -63,7 +63,7 @@ def test_each_node_belongs_to_the_innermost_call_that_made_it():
 
 def test_resnet_groups_by_block_with_saved_bytes():
     net, loss = resnet(4)
-    pic = draw(loss, modules=net)
+    pic = draw(loss, modules=net, expand=True)
     labels = re.findall(r"subgraph cluster_\w+ \{\n\t\tlabel=<<B>([^<]*)</B>", pic.dot)
     assert labels[0] == "(model): Sequential"
     assert [lab for lab in labels if lab.endswith("Block")] == ["1: Block", "2: Block", "3: Block", "4: Block"]
@@ -80,7 +80,7 @@ def test_resnet_groups_by_block_with_saved_bytes():
 
 def test_a_run_of_identical_blocks_past_the_cap_is_one_box():
     net, loss = resnet(8)
-    pic = draw(loss, modules=net, max_nodes=100)
+    pic = draw(loss, modules=net, max_nodes=100, expand=True)
     box = re.search(r"&#215;(\d+) Block</B>.*?(\d+) saved tensors each, ([\d.]+ KiB) held", pic.dot)
     assert box is not None and box.group(1) == "7" and box.group(2) == "18"
     labels = re.findall(r"label=<<B>([^<]*)</B>", pic.dot)
@@ -88,15 +88,15 @@ def test_a_run_of_identical_blocks_past_the_cap_is_one_box():
     assert "collapsed in the picture: 7 x Block (2 ... 8), the same ops each" in pic.text
     assert pic.dot.count("[label=") <= 100 and "<svg" in pic.svg
     assert "leaf 8.conv2.weight" in pic.text                                   # the text stays complete
-    uncapped = draw(loss, modules=net)                                         # under the cap: no box
+    uncapped = draw(loss, modules=net, expand=True)                            # under the cap: no box
     assert "&#215;" not in uncapped.dot and "8: Block" in uncapped.dot
 
 
 def test_six_layer_transformer_on_one_screen():
     enc, loss = transformer(6)
-    full = draw(loss, modules=enc, max_nodes=2000)
+    full = draw(loss, modules=enc, max_nodes=2000, expand=True)
     assert all(f"layers.{i}: TransformerEncoderLayer" in full.dot for i in range(6))
-    pic = draw(loss, modules=enc)
+    pic = draw(loss, modules=enc, expand=True)
     m = re.search(r"&#215;(\d+) TransformerEncoderLayer</B>.*?layers\.(\d) &#8230; layers\.(\d)", pic.dot)
     # layer 0 differs (its input needs no grad: one saved tensor less), layers 1-5 are identical
     assert m is not None and m.groups() == ("4", "2", "5")
@@ -135,7 +135,7 @@ def test_needs_a_recording_and_holds_no_graph():
 
 def test_when_one_open_block_is_still_too_many_the_whole_run_is_one_box():
     enc, loss = transformer(6)
-    pic = draw(loss, modules=enc, max_nodes=80)
+    pic = draw(loss, modules=enc, max_nodes=80, expand=True)
     assert "&#215;5 TransformerEncoderLayer" in pic.dot and "layers.1 &#8230; layers.5" in pic.dot
     assert "layers.0: TransformerEncoderLayer" in pic.dot and pic.dot.count("[label=") <= 80
     assert "collapsed in the picture: 5 x TransformerEncoderLayer (layers.1 ... layers.5)" in pic.text
@@ -203,10 +203,21 @@ def test_resnet_and_transformer_read_at_notebook_width():
     assert "&#215;4 Block: 1 &#8230; 4, the same ops each" in pic.dot
     assert re.search(r"each: 18 saved, as listed; all 4: 72 saved, [\d.]+ KiB held", pic.dot)
     enc, loss = transformer(6)
-    for kw in ({}, {"max_nodes": 80}, {"expand": []}):      # 08 draws max_nodes=80
+    for kw in ({}, {"max_nodes": 80}):                      # 08 draws max_nodes=80
+        ops = draw(loss, modules=enc, expand=True, **kw)    # narrow, but several screens tall
+        assert svg_width_pt(ops.svg) <= READABLE_WIDTH_PT and shown_px(ops.svg)[1] > SCREEN_PX
         pic = draw(loss, modules=enc, **kw)
-        assert text_px(pic) >= 9, kw
-    assert "&#215;5 TransformerEncoderLayer: layers.1 &#8230; layers.5" in pic.dot
+        assert pic.form == "calls" and text_px(pic) >= 9 and shown_px(pic.svg)[1] <= SCREEN_PX, kw
+        assert "&#215;5 TransformerEncoderLayer: layers.1 &#8230; layers.5" in pic.dot
+
+
+def test_a_small_model_is_drawn_op_by_op():
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+    with record_modules(net):
+        loss = net(torch.randn(5, 4)).pow(2).sum()
+    pic = draw(loss, modules=net)
+    assert pic.form == "ops" and "AddmmBackward0" in pic.dot and text_px(pic) >= 9
 
 
 def test_expand_opens_one_call_op_by_op():
