@@ -708,6 +708,6 @@ def module_table(snap: Snapshot, groups: dict, runs: list) -> str:
 
     walk([k for k, g in groups.items() if g.call.parent not in groups], 0)
     for run in runs:
-        lines.append(f"collapsed in the picture: {len(run)} x {groups[run[0]].call.kind} "
+        lines.append(f"collapsed when drawn op by op: {len(run)} x {groups[run[0]].call.kind} "
                      f"({run[0][0]} ... {run[-1][0]}), the same ops each")
     return "\n".join(lines)

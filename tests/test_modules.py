@@ -85,7 +85,7 @@ def test_a_run_of_identical_blocks_past_the_cap_is_one_box():
     assert box is not None and box.group(1) == "7" and box.group(2) == "18"
     labels = re.findall(r"label=<<B>([^<]*)</B>", pic.dot)
     assert "1: Block" in labels and "2: Block" not in labels                 # the first stays open
-    assert "collapsed in the picture: 7 x Block (2 ... 8), the same ops each" in pic.text
+    assert "collapsed when drawn op by op: 7 x Block (2 ... 8), the same ops each" in pic.text
     assert pic.dot.count("[label=") <= 100 and "<svg" in pic.svg
     assert "leaf 8.conv2.weight" in pic.text                                   # the text stays complete
     uncapped = draw(loss, modules=net, expand=True)                            # under the cap: no box
@@ -138,7 +138,7 @@ def test_when_one_open_block_is_still_too_many_the_whole_run_is_one_box():
     pic = draw(loss, modules=enc, max_nodes=80, expand=True)
     assert "&#215;5 TransformerEncoderLayer" in pic.dot and "layers.1 &#8230; layers.5" in pic.dot
     assert "layers.0: TransformerEncoderLayer" in pic.dot and pic.dot.count("[label=") <= 80
-    assert "collapsed in the picture: 5 x TransformerEncoderLayer (layers.1 ... layers.5)" in pic.text
+    assert "collapsed when drawn op by op: 5 x TransformerEncoderLayer (layers.1 ... layers.5)" in pic.text
 
 
 # --------------------------------------------------------------------------------
