@@ -521,8 +521,13 @@ def overview_dot(full: Snapshot, groups: dict, drawn: Collapsed, param_names: di
         if state in states and state not in {s.state for _, s in small.saved_tensors()})
     if full.shared_buffers() and not small.shared_buffers():
         extra += ((render.VALUE, "shared: one buffer, several slots (counted once)"),)
-    return render.to_dot(small, title, grouping=grouping,
-                         marks=render.Marks(legend=extra + ((render.CLUSTER, OVERVIEW_HINT),)))
+    source = render.to_dot(small, title, grouping=grouping,
+                           marks=render.Marks(legend=extra + ((render.CLUSTER, OVERVIEW_HINT),)))
+    # an opened call's parameters sit below the boxes that feed it, not beside them at the top
+    feeding = {a for a, b in box_edges if a in boxes and b not in boxes and b in small.ops}
+    params = [t.id for t in small.tensors.values() if t.id in grouping.params]
+    below = "".join(f"\t{a} -> {t} [style=invis]\n" for a in sorted(feeding) for t in params)
+    return source[:source.rstrip().rfind("}")] + below + "}\n" if below else source
 
 
 def _ancestors(groups, key):
