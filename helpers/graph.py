@@ -180,8 +180,9 @@ def draw(*roots, names=None, title=None, max_nodes=300, modules=None, expand=Non
     modules: the model whose forward ran under `helpers.modules.record_modules(model)`: nodes
         are grouped by the module call that made them, each group with its saved bytes, and
         runs of identical blocks beyond max_nodes are collapsed into one box each. When that
-        picture lays out wider than fits a notebook (READABLE_WIDTH_PT), each call inside the
-        model is drawn as one box instead: what each of its layers saved, held or freed.
+        picture does not read on about two screens at notebook width (wider than
+        READABLE_WIDTH_PT, or taller than modules.SCREEN_PX), each call inside the model is
+        drawn as one box instead: what each of its layers saved, held or freed.
     expand (with modules=): True draws every op, in module clusters, however wide; a list of
         module paths (['cat']) draws the one-box-per-call picture with those calls op by op.
     """

@@ -4,6 +4,12 @@
     with record_modules(model):          # hooks on every submodule, removed at the end
         loss = loss_fn(model(x), y)
     draw(loss, modules=model)            # one cluster per module call, with its saved bytes
+    draw(loss, modules=model, expand=["cat"])   # one box per call, `cat` op by op
+
+A graph that does not read on about two screens at notebook width op by op (a trunk with two
+heads is too wide, six transformer layers too tall) is drawn as one box per module call
+instead: a row per layer with each tensor it saved, held or FREED (ModulePicture.form says
+which picture was drawn; the text form is the same for both).
 
 `record_modules(model)` also works without `with`: the hooks then stay until
 `.remove()`, so every forward pass is recorded (the latest recording of a node wins).
@@ -354,7 +360,6 @@ def collapse(snap: Snapshot, groups: dict, max_nodes: int, keep_first: bool = Tr
 
 def grouped_picture(roots, names=None, title=None, max_nodes=300, modules=None, expand=None):
     """draw(*roots, modules=model): see helpers.graph.draw."""
-
     rec = recording_of(modules)
     params = {n: p for n, p in rec.model.named_parameters()}
     param_names = {n: n.rsplit(".", 1)[0] if "." in n else "" for n in params}
@@ -645,14 +650,15 @@ def _item(what: str, s, shared: bool) -> str:
     return f'<FONT COLOR="{render.VALUE}">{render.esc(s.slot)}: unreadable</FONT>'
 
 
+OUTPUT_PX = 860      # JupyterLab's output width: a wider picture is scaled down to it
 SCREEN_PX = 1_800    # the op-by-op picture is kept up to about two screens tall, shown at 860 px
 
 
 def shown_px(svg: str) -> tuple[float, float]:
-    """(width pt, height in px) of an SVG shown in a notebook's ~860 px output area."""
+    """(width pt, height in px) of a Graphviz SVG shown at most OUTPUT_PX wide (1 pt = 4/3 px)."""
     m = re.search(r'<svg[^>]*?width="([\d.]+)pt"[^>]*?height="([\d.]+)pt"', svg)
     w, h = (float(m.group(1)), float(m.group(2))) if m else (0.0, 0.0)
-    return w, h * 4 / 3 * min(1.0, READABLE_WIDTH_PT / w if w else 1.0)
+    return w, h * 4 / 3 * (min(1.0, OUTPUT_PX / (w * 4 / 3)) if w else 1.0)
 
 
 class ModulePicture(GraphPicture):
