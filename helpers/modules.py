@@ -382,11 +382,18 @@ def grouped_picture(roots, names=None, title=None, max_nodes=300, modules=None, 
     owned = {n for g in groups.values() for n in g.nodes}
     outside = sum(1 for n in [*full.ops, *full.tensors] if n not in owned)
     base = Collapsed(full, {}, [], {}) if outside <= max_nodes else runs_drawn    # boxes: small
-    def overview():
-        return overview_dot(full, groups, base, param_names, title, () if expand is None else expand)
+    made = {}
 
-    # auto: the overview is built only if the op-by-op picture turns out too wide
-    return ModulePicture(snap, text, detail, None if expand is True else overview if expand is None else overview())
+    def overview(stack=False):
+        if stack not in made:
+            made[stack] = overview_dot(full, groups, base, param_names, title,
+                                       () if expand is None else expand, stack=stack)
+        return made[stack]
+
+    if expand not in (None, True):
+        overview()          # names in expand= checked now (the picture is laid out lazily)
+    # auto: the overview is built only if the op-by-op picture turns out not to read
+    return ModulePicture(snap, text, detail, None if expand is True else overview)
 
 
 @dataclass
@@ -446,7 +453,7 @@ OVERVIEW_HINT = "module call as one box: what each layer saved (draw(..., expand
 
 
 def overview_dot(full: Snapshot, groups: dict, drawn: Collapsed, param_names: dict, title=None,
-                 expand=()) -> str:
+                 expand=(), stack: bool = False) -> str:
     """DOT of the overview: the calls just inside the model's call (or, when the model itself
     was not called once, each outermost call) drawn as one box each, except the calls whose
     paths are in `expand`, drawn op by op in a cluster; ops made outside every call (a loss)
@@ -532,7 +539,28 @@ def overview_dot(full: Snapshot, groups: dict, drawn: Collapsed, param_names: di
     feeding = {a for a, b in box_edges if a in boxes and b not in boxes and b in small.ops}
     params = [t.id for t in small.tensors.values() if t.id in grouping.params]
     below = "".join(f"\t{a} -> {t} [style=invis]\n" for a in sorted(feeding) for t in params)
+    if stack:       # branches side by side (heads of one trunk, their losses) one below the other
+        below += "".join(f"\t{a} -> {b} [style=invis]\n" for a, b in _fan_out_pairs(small, box_edges))
     return source[:source.rstrip().rfind("}")] + below + "}\n" if below else source
+
+
+def _fan_out_pairs(small: Snapshot, box_edges: list) -> list:
+    """[(node, next node)]: the ops and boxes one node feeds, each chained to the next (boxes in
+    call order, then ops in the walk's order: the first root's first), so that Graphviz puts
+    them one below the other."""
+    feeds: dict = {}
+    for a, b in [*small.edges, *box_edges]:
+        if b not in small.tensors:          # a named tensor hangs off its op: not a branch
+            feeds.setdefault(a, []).append(b)
+
+    def order(n):
+        return (0, int(n[4:])) if n.startswith("call") else (1, int(re.sub(r"\D", "", n) or 0))
+
+    pairs = []
+    for targets in feeds.values():
+        targets = sorted(set(targets), key=order)
+        pairs += zip(targets, targets[1:])
+    return pairs
 
 
 def _ancestors(groups, key):
@@ -663,17 +691,19 @@ def shown_px(svg: str) -> tuple[float, float]:
 
 class ModulePicture(GraphPicture):
     """draw(loss, modules=model): the graph op by op in module clusters (form 'ops'), or the
-    overview, one box per module call (form 'calls'). With both given, the op-by-op picture is
-    drawn when it reads on about two screens at notebook width: no wider than READABLE_WIDTH_PT
-    (else its text is under 9 px) and no taller than SCREEN_PX. Otherwise the overview is drawn
-    if it does better: narrower, or as readable and shorter. `form` says which (it lays out)."""
+    overview, one box per module call (form 'calls'). With both, the op-by-op picture is drawn
+    when it reads on about two screens at notebook width: no wider than READABLE_WIDTH_PT (else
+    its text is under 9 px) and no taller than SCREEN_PX. Otherwise the overview is drawn if it
+    does better: narrower, or as readable and shorter. An overview still too wide (a trunk with
+    four heads) is tried with its branches stacked. `form` says which (reading it lays out)."""
 
-    def __init__(self, snap: Snapshot, text: str, ops_dot: str | None, calls_dot):
-        """calls_dot: the overview's DOT, or a function making it (called only when needed)."""
+    def __init__(self, snap: Snapshot, text: str, ops_dot: str | None, overview):
+        """overview: a function overview(stack: bool) -> DOT, or None (only the op-by-op
+        picture); called only when needed."""
         self.snapshot = snap
-        Picture.__init__(self, ops_dot if ops_dot is not None else calls_dot, text)
+        Picture.__init__(self, ops_dot if ops_dot is not None else overview(False), text)
         self._form = "ops" if ops_dot is not None else "calls"
-        self.overview = calls_dot if ops_dot is not None else None
+        self.overview = overview
 
     @property
     def form(self) -> str:
@@ -681,18 +711,29 @@ class ModulePicture(GraphPicture):
         _ = self.svg
         return self._form
 
+    def _overview_svg(self) -> tuple[str, str]:
+        dot = self.overview(False)
+        svg = render.svg_from_dot(dot)
+        if shown_px(svg)[0] > READABLE_WIDTH_PT:
+            stacked = self.overview(True)
+            other = render.svg_from_dot(stacked)
+            if shown_px(other)[0] < shown_px(svg)[0]:
+                dot, svg = stacked, other
+        return dot, svg
+
     @property
     def svg(self) -> str:
         if self._svg is None:
-            svg = render.svg_from_dot(self.dot)
-            width, height = shown_px(svg)
-            if self.overview is not None and (width > READABLE_WIDTH_PT or height > SCREEN_PX):
-                if callable(self.overview):
-                    self.overview = self.overview()
-                other = render.svg_from_dot(self.overview)
-                w, h = shown_px(other)
-                if w < width if width > READABLE_WIDTH_PT else (w <= READABLE_WIDTH_PT and h < height):
-                    svg, self.dot, self._form = other, self.overview, "calls"
+            if self._form == "calls":           # only the overview: maybe with branches stacked
+                self.dot, svg = self._overview_svg()
+            else:
+                svg = render.svg_from_dot(self.dot)
+                width, height = shown_px(svg)
+                if self.overview is not None and (width > READABLE_WIDTH_PT or height > SCREEN_PX):
+                    dot, other = self._overview_svg()
+                    w, h = shown_px(other)
+                    if w < width if width > READABLE_WIDTH_PT else (w <= READABLE_WIDTH_PT and h < height):
+                        svg, self.dot, self._form = other, dot, "calls"
             self._svg = svg
         return self._svg
 

@@ -9,6 +9,7 @@ import torch
 from test_readability import svg_text_px
 from torch import nn
 
+from helpers import render
 from helpers.graph import READABLE_WIDTH_PT, draw, svg_width_pt
 from helpers.modules import SCREEN_PX, record_modules, shown_px
 from helpers.multitask import CatCarNet, make_images
@@ -276,3 +277,32 @@ def test_parts_called_one_by_one_are_one_box_each():
     assert boxes["trunk"].startswith("0 B held, ") and boxes["car"].startswith("0 B held, ")
     assert "freed" not in boxes["cat"]
     assert "shared: one buffer, several slots" in pic.dot       # the boxes mark shared slots: explained
+
+
+class MultiHead(nn.Module):
+    """A trunk and `heads` heads, one loss each: the heads, and their losses, side by side."""
+
+    def __init__(self, heads):
+        super().__init__()
+        self.trunk = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 32), nn.ReLU())
+        self.heads = nn.ModuleList([nn.Sequential(nn.Linear(32, 16), nn.ReLU(), nn.Linear(16, 1))
+                                    for _ in range(heads)])
+
+    def forward(self, x):
+        feats = self.trunk(x)
+        return [head(feats).squeeze(1) for head in self.heads]
+
+
+@pytest.mark.parametrize("heads", [4, 6])
+def test_a_trunk_with_many_heads_reads_with_its_branches_stacked(heads):
+    torch.manual_seed(0)
+    net = MultiHead(heads)
+    with record_modules(net):
+        outs = net(torch.randn(8, 16))
+    y = torch.rand(8, heads)
+    loss = sum(nn.functional.binary_cross_entropy_with_logits(o, y[:, i]) for i, o in enumerate(outs))
+    pic = draw(loss, modules=net)
+    side_by_side = svg_width_pt(render.svg_from_dot(pic.overview(False)))
+    assert side_by_side > READABLE_WIDTH_PT                  # one box per call, branches side by side
+    assert pic.form == "calls" and svg_width_pt(pic.svg) <= READABLE_WIDTH_PT and text_px(pic) >= 9
+    assert pic.dot == pic.overview(True) and "[style=invis]" in pic.dot
