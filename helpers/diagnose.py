@@ -21,23 +21,28 @@ graph: a running total chains one `AddBackward0` per step; otherwise the previou
 loss, never reachable from this step's, leaves a gap in the creation numbers. (The tests check
 the answer against `helpers.trace.where_backward_stops`, which watches a real backward.)
 
-`StepClock` and `draw_steps` colour a graph's nodes by the training step that created them.
+The picture: a small graph whole; a long loop's graph (an RNN over many time steps) around the
+stop: the last nodes of the path from the loss, the stop, what feeds it, the rest counted in one
+box (`helpers.walk`'s focus=), so that it reads at notebook width.
+
+`StepClock` and `draw_steps` colour a graph's nodes by the training step that created them
+(a long loop's graph: around where the newest step uses an older step's graph).
 """
 from __future__ import annotations
 
 import html
+import itertools
 import re
 import sys
-from collections import deque
 
 import torch
 
 from . import render
-from .graph import Picture, describe
+from .graph import READABLE_WIDTH_PT, Picture, describe, svg_width_pt
 from .notebook import shell
 from .snapshot import GraphInputError, SavedState, Snapshot
 from .trace import next_sequence_nr
-from .walk import COUNT_LIMIT, check_max_nodes, snapshot_with_ids
+from .walk import COUNT_LIMIT, check_max_nodes, nodes_under, snapshot_with_ids
 
 FREED_TEXT = "Trying to backward through the graph a second time"
 
@@ -49,6 +54,13 @@ OLD_FILL, NEW_FILL = "#f6c8c0", "#fff0a8"      # diagnosis: earlier steps / this
 STOP_FILL = "#ff9f1c"                           # diagnosis: the node where backward stopped
 RESET_METHODS = ("reset", "reset_state", "reset_states", "reset_hidden", "init_hidden", "reset_mem")
 MAX_NAMES = 20_000                              # namespace entries looked at, at most
+# A diagnosis picture draws a graph of up to max_nodes (default 30) whole if that reads at
+# notebook width, else around the stop: up to ABOVE_STOP nodes up the path from the loss (fewer
+# when that is still too wide), the stop, what feeds it, at most AROUND_NODES nodes in all. An
+# RNN over 30 time steps, drawn whole up to 60 nodes, was 1,566 pt wide (5.5 px text at 860 px,
+# and the stop not drawn); around the stop it is 802 pt wide (10.7 px).
+ABOVE_STOP = 3
+AROUND_NODES = 12
 
 
 # --------------------------------------------------------------------------------
@@ -80,51 +92,48 @@ def _step_start(root_fn, ops: list):
     return max(gaps)[1]
 
 
-def _path(root_fn, target) -> list:
-    """Shortest chain of nodes from the root to `target`, following next_functions."""
-    parent = {root_fn: None}
-    queue = deque([root_fn])
-    while queue:
-        fn = queue.popleft()
-        if fn is target:
-            break
-        for nxt, _ in fn.next_functions:
-            if nxt is not None and nxt not in parent:
-                parent[nxt] = fn
-                queue.append(nxt)
-    if target not in parent:
-        return []
-    out, fn = [], target
-    while fn is not None:
-        out.append(fn)
-        fn = parent[fn]
-    return out[::-1]
+class _Graph:
+    """The graph behind the failed root as the walk recorded it (helpers.walk.snapshot_with_ids,
+    once, up to walk.COUNT_LIMIT): its snapshot and the node <-> id maps. Reachability and
+    paths are read from the snapshot's ids, so the live graph is walked only that once."""
 
+    def __init__(self, snap: Snapshot, ids: dict):
+        self.snap, self.ids = snap, ids
+        self.node_of = {i: fn for fn, i in ids.items()}
 
-def _reaches(start, target, limit=COUNT_LIMIT) -> bool:
-    seen, stack = set(), [start]
-    while stack and len(seen) < limit:
-        fn = stack.pop()
-        if fn is target:
-            return True
-        if fn in seen:
-            continue
-        seen.add(fn)
-        stack.extend(n for n, _ in fn.next_functions if n is not None)
-    return False
+    def path(self, start, target) -> list:
+        """Shortest chain of nodes from `start` down to `target`, following inputs."""
+        a, b = self.ids.get(start), self.ids.get(target)
+        return [] if a is None or b is None else [self.node_of[i] for i in self.snap.path(a, b)]
 
+    def reaching(self, target) -> set:
+        """The nodes `target` feeds, directly or not, itself included."""
+        return {self.node_of[i] for i in self.snap.reaching(self.ids[target]) if i in self.node_of}
 
-def _leaves_behind(fn, limit=2_000) -> list:
-    seen, stack, leaves = set(), [fn], []
-    while stack and len(seen) < limit:
-        f = stack.pop()
-        if f in seen:
-            continue
-        seen.add(f)
-        if _is_leaf_node(f):
-            leaves.append(f.variable)
-        stack.extend(n for n, _ in f.next_functions if n is not None)
-    return leaves
+    def feeds(self, fn, reaching: set) -> bool:
+        """Whether node `fn` is one of `reaching` (a `reaching(target)` set) or is fed by one: read
+        from the snapshot for a node of the graph; a node outside it (an LSTM's returned state the
+        loss does not use) is walked only until it meets the graph, whose part is known."""
+        if fn in self.ids:
+            return fn in reaching
+        seen, stack = {fn}, [fn]
+        while stack and len(seen) < COUNT_LIMIT:
+            for n, _ in stack.pop().next_functions:
+                if n is None or n in seen:
+                    continue
+                if n in self.ids:
+                    if n in reaching:
+                        return True
+                    continue        # in the graph but not feeding the target: nor does what it feeds
+                seen.add(n)
+                stack.append(n)
+        return False
+
+    def leaves_under(self, fn) -> list:
+        """The leaf tensors behind node `fn`."""
+        under = self.snap.under([self.ids[fn]]) if fn in self.ids else set()
+        return [self.node_of[i].variable for i in under
+                if i in self.node_of and _is_leaf_node(self.node_of[i])]
 
 
 # --------------------------------------------------------------------------------
@@ -174,10 +183,10 @@ def _named_tensors(ns) -> list:
     return out
 
 
-def _parameter_names(named, root) -> dict:
+def _parameter_names(named, graph: _Graph, root) -> dict:
     """{name: leaf} for the named leaves behind `root` (parameters of modules in the namespace
     are named by `_named_tensors` only when they are attributes; add the module parameters)."""
-    leaves = {id(t) for t in _leaves_behind(root.grad_fn)}
+    leaves = {id(t) for t in graph.leaves_under(root.grad_fn)}
     return {n: t for n, t in named if t.grad_fn is None and id(t) in leaves}
 
 
@@ -240,10 +249,6 @@ class Diagnosis:
         self.not_yet_run = False      # True: diagnosed before backward() was called
         self.picture = None
 
-    @property
-    def text(self) -> str:
-        return self.message
-
     def __repr__(self) -> str:
         return self.message
 
@@ -257,35 +262,33 @@ class Diagnosis:
         return out
 
 
-def _message(verdict, text) -> Diagnosis:
-    return Diagnosis(verdict, text)
-
-
-def why_backward_failed(what=None, *, names=None, max_nodes: int = 60) -> Diagnosis:
+def why_backward_failed(what=None, *, names=None, max_nodes: int = 30) -> Diagnosis:
     """Explain "Trying to backward through the graph a second time" for your own code.
 
     what: nothing (the last error of this session, `sys.last_value`), the exception, or the
     tensor whose backward() failed. names: {name: object} to look through for the tensor that
     carries the old graph; in IPython the user namespace is used by default.
-    max_nodes: at most this many nodes are drawn (the analysis always sees the whole graph).
+    max_nodes: a graph of at most this many nodes is drawn whole; a larger one is drawn around
+    the stop (the last nodes of the path from the loss, the stop, what feeds it: up to max_nodes
+    nodes), the rest counted in one box. The analysis always sees the whole graph.
     Returns a `Diagnosis` that shows as text and a picture. Never raises for bad input.
     """
     try:
         return _diagnose(what, names, max_nodes)
-    except GraphInputError as err:
-        return _message("too large" if "more than" in str(err) else "bad input", f"why_backward: {err}")
+    except GraphInputError as err:    # e.g. torch refuses to give the root's grad_fn
+        return Diagnosis("bad input", f"why_backward: {err}")
 
 
 def _diagnose(what, names, max_nodes) -> Diagnosis:
     try:
         check_max_nodes(max_nodes)
     except GraphInputError as err:
-        return _message("bad input", f"why_backward: {err}")
+        return Diagnosis("bad input", f"why_backward: {err}")
     err, roots = None, None
     if what is None:
         err = getattr(sys, "last_value", None)
         if err is None:
-            return _message("no error", (
+            return Diagnosis("no error", (
                 "why_backward: no error has happened yet in this session, so there is nothing to "
                 "explain. Run the cell whose backward() fails, then this again in the next cell; "
                 "or pass the tensor: why_backward_failed(loss)."))
@@ -297,28 +300,28 @@ def _diagnose(what, names, max_nodes) -> Diagnosis:
         kind = "None" if what is None else f"a {type(what).__name__}"
         hint = " (did you pass the model? pass its loss)" if isinstance(what, torch.nn.Module) else ""
         hint = " (a Python number has no graph: did you call .item()?)" if isinstance(what, (int, float)) else hint
-        return _message("bad input", f"why_backward: expected the tensor whose backward() failed, or "
+        return Diagnosis("bad input", f"why_backward: expected the tensor whose backward() failed, or "
                                      f"the exception; got {kind}{hint}.")
     if err is not None:
         first = (str(err).strip().splitlines() or [""])[0]
         if not (isinstance(err, RuntimeError) and FREED_TEXT in str(err)):
-            return _message("unrelated", (
+            return Diagnosis("unrelated", (
                 f"why_backward: the last error was {type(err).__name__}: {first[:160]}\n"
                 f"That is not \"{FREED_TEXT}\", the error this helper explains; "
                 "nothing to diagnose here."))
         roots = _tensors_from_traceback(err.__traceback__)
         if not roots:
-            return _message("bad input", (
+            return Diagnosis("bad input", (
                 "why_backward: the last error is the freed-graph error, but its traceback no longer "
                 "shows which tensor backward() was called on. Pass it: why_backward_failed(loss)."))
     root = roots[0]
     if root.grad_fn is None:
         if not root.requires_grad:
-            return _message("no graph", (
+            return Diagnosis("no graph", (
                 "why_backward: this tensor has no autograd graph (requires_grad=False, no grad_fn), "
                 "so backward() on it fails for another reason: nothing here was freed. Compute it "
                 "from tensors that require grad, outside torch.no_grad() and without .detach()."))
-        return _message("would succeed", "why_backward: this is a leaf tensor: backward() on it "
+        return Diagnosis("would succeed", "why_backward: this is a leaf tensor: backward() on it "
                                          "would succeed (there is nothing saved to free).")
     ns = names if names is not None else _ipython_namespace()
     return _explain(root, ns, names_available=ns is not None, max_nodes=max_nodes)
@@ -328,13 +331,13 @@ def _explain(root, ns, names_available, max_nodes) -> Diagnosis:
     named = _named_tensors(ns) if ns is not None else []
     snap, ids = snapshot_with_ids(root, max_nodes=COUNT_LIMIT)
     if snap.truncated:
-        return _message("too large", f"why_backward: the graph has more than {COUNT_LIMIT:,} nodes: "
+        return Diagnosis("too large", f"why_backward: the graph has more than {COUNT_LIMIT:,} nodes: "
                                      "too large to diagnose node by node.")
     saved = {fn: [s for s in snap.ops[i].saved if s.is_tensor] for fn, i in ids.items() if i in snap.ops}
     freed_total = sum(1 for ss in saved.values() for s in ss if s.state is SavedState.FREED)
     if freed_total == 0:
         n = sum(len(ss) for ss in saved.values())
-        return _message("would succeed", (
+        return Diagnosis("would succeed", (
             f"why_backward: backward() on this tensor would succeed now: none of the {n} tensors "
             f"saved in its graph ({len(saved)} nodes) is freed. If it failed before, the graph was "
             "rebuilt since."))
@@ -344,23 +347,24 @@ def _explain(root, ns, names_available, max_nodes) -> Diagnosis:
     old = [fn for fn in order if start is None or _seq(fn) < start]
     stop = next((fn for fn in old if any(s.state is SavedState.FREED for s in saved[fn])), None)
     if stop is None:   # cannot happen for a graph built by a loop; say so rather than guess
-        return _message("would succeed", "why_backward: no node older than this step holds a freed "
+        return Diagnosis("would succeed", "why_backward: no node older than this step holds a freed "
                                          "tensor: backward() on it should not fail this way.")
     d = Diagnosis("stopped", "")
     d.names_available = names_available
     d.stopped_at = stop.name()
     d.freed = [s.describe() for s in saved[stop] if s.state is SavedState.FREED]
-    path = _path(root.grad_fn, stop)
+    graph = _Graph(snap, ids)
+    path = graph.path(root.grad_fn, stop)
     d.path = [fn.name() for fn in path]
     old_set = set(old)
     entries = []                                            # older nodes this step's part uses
     if start is not None:
         for fn in ops:
             if fn not in old_set:
-                entries += [n for n, _ in fn.next_functions
-                            if n is not None and not _is_leaf_node(n) and n in old_set and n not in entries]
-    _name_culprits(d, root, named, ns, stop, old_set, entries, start, path)
-    d.picture = _picture(d, root, named, stop, path, old_set, max_nodes)
+                entries += [n for n in map(graph.node_of.get, snap.ops[ids[fn]].inputs)
+                            if n in old_set and n not in entries]
+    _name_culprits(d, root, named, ns, stop, old_set, entries, start, path, graph)
+    d.picture = _picture(d, root, named, stop, path, old_set, max_nodes, graph)
     # called before backward (not after the error): this step's part is still held
     d.not_yet_run = start is not None and not any(
         s.state is SavedState.FREED for fn in ops if fn not in old_set for s in saved[fn])
@@ -368,7 +372,7 @@ def _explain(root, ns, names_available, max_nodes) -> Diagnosis:
     return d
 
 
-def _name_culprits(d, root, named, ns, stop, old_set, entries, start, path) -> None:
+def _name_culprits(d, root, named, ns, stop, old_set, entries, start, path, graph: _Graph) -> None:
     """Fill d.culprits, d.pattern, d.fix."""
     on_graph = [(n, t) for n, t in named if t.grad_fn is not None]
     running = start is not None and root.grad_fn.name().startswith("AddBackward") and any(
@@ -390,11 +394,12 @@ def _name_culprits(d, root, named, ns, stop, old_set, entries, start, path) -> N
                  "retain_graph=True to the first call if you really need both.")
         return
     # a tensor made before this step (before the loop), still used: its graph was freed by step 1
+    reach_stop = graph.reaching(stop)                       # the nodes the stop feeds, and itself
     old_named = [(n, t) for n, t in on_graph if t.grad_fn in old_set and t is not root
-                 and (t.grad_fn is stop or _reaches(t.grad_fn, stop))]
+                 and graph.feeds(t.grad_fn, reach_stop)]
     entry_names = {e.name() for e in entries}
     carried = [(n, t) for n, t in on_graph if t.grad_fn not in old_set and t is not root
-               and t.grad_fn.name() in entry_names and _reaches(t.grad_fn, stop)]
+               and t.grad_fn.name() in entry_names and graph.feeds(t.grad_fn, reach_stop)]
     if carried:   # on the path first, then the deepest (closest to the older part)
         on_path = set(path)
         carried.sort(key=lambda nt: (nt[1].grad_fn not in on_path, _seq(nt[1].grad_fn)))
@@ -431,7 +436,7 @@ def _name_culprits(d, root, named, ns, stop, old_set, entries, start, path) -> N
         d.culprits = [n for n, _ in old_named]
         first = d.culprits[0]
         tensor = old_named[0][1]
-        leaves = _leaves_behind(tensor.grad_fn)
+        leaves = graph.leaves_under(tensor.grad_fn)
         owner = _owner(ns, leaves)
         if owner:
             d.pattern = "computed once before the loop (by a module)"
@@ -453,28 +458,64 @@ def _name_culprits(d, root, named, ns, stop, old_set, entries, start, path) -> N
              f"at the start of the step (`t = t.detach()`), or compute it inside the loop.")
 
 
-def _picture(d, root, named, stop, path, old_set, max_nodes):
+def _picture(d, root, named, stop, path, old_set, max_nodes, graph: _Graph) -> Picture:
+    """The graph, whole when it has at most `max_nodes` nodes and lays out narrow enough to read
+    at notebook width (READABLE_WIDTH_PT); else drawn `around` the stop, the rest counted in one
+    box, so that the picture of a long loop stays readable."""
     keep = {n: t for n, t in named if n in d.culprits}
-    keep.update(_parameter_names(named, root))
+    keep.update(_parameter_names(named, graph, root))
     root_name = next((n for n, t in named if t is root), "loss")
     if all(t is not root for t in keep.values()):
         keep[root_name] = root
-    snap, ids = snapshot_with_ids(root, names=keep, max_nodes=max_nodes)
+    whole = []
+    if graph.snap.total_nodes <= max_nodes:
+        whole = [_stop_picture(d, *snapshot_with_ids(root, names=keep, max_nodes=max_nodes), stop, path, old_set)]
+    focused = (_stop_picture(d, snap, ids, stop, path, old_set)
+               for snap, ids in _around([root], path, keep, min(max_nodes, AROUND_NODES)))
+    return _readable(itertools.chain(whole, focused))
+
+
+def _around(roots, path: list, names, max_nodes: int):
+    """(snapshot, ids) of the graph behind `roots` drawn around the last node of `path` (a chain
+    of nodes from a root down to it): focused on the node ABOVE_STOP steps up the path, then
+    fewer (lazily), each drawing that last node, what feeds it, up to `max_nodes` nodes; the
+    rest counted in one box (helpers.walk, focus=)."""
+    for k in range(min(ABOVE_STOP, len(path) - 1), -1, -1):
+        snap, ids = snapshot_with_ids(*roots, names=names, max_nodes=max_nodes, focus=path[-1 - k])
+        if path[-1] in ids:
+            yield snap, ids
+
+
+def _readable(pictures):
+    """The first of `pictures` (laid out one by one) that reads at notebook width
+    (graph.READABLE_WIDTH_PT), else the narrowest; None for none."""
+    best = None
+    for pic in pictures:
+        if best is None or svg_width_pt(pic.svg) < svg_width_pt(best.svg):
+            best = pic
+        if svg_width_pt(best.svg) <= READABLE_WIDTH_PT:
+            break
+    return best
+
+
+def _stop_picture(d, snap, ids, stop, path, old_set) -> Picture:
+    """`snap` drawn with this step's and earlier steps' colours, the stop and the path marked."""
     fills = {i: (OLD_FILL if fn in old_set else NEW_FILL) for fn, i in ids.items() if not _is_leaf_node(fn)}
     on_path = [ids.get(fn) for fn in path]
     marked = {(b, a) for a, b in zip(on_path, on_path[1:]) if a and b}   # forward direction
+    if snap.above is not None:    # the path goes on, through the box, to the loss
+        marked |= {(i, "above") for i in snap.above.into}
     stop_id = ids.get(stop)
     if stop_id is not None:
         fills[stop_id] = STOP_FILL
     title = f"{'will stop' if d.not_yet_run else 'stopped'} in {d.stopped_at}"
-    if stop_id is None:
-        title += f" (beyond the {max_nodes} nodes drawn: why_backward_failed(max_nodes=...))"
+    if snap.above is not None:
+        title += ": the graph around it"
     legend = ((STOP_FILL, f"where backward stopped: {d.stopped_at}"),
               (OLD_FILL, "made by an earlier step (freed before this call)"),
               (NEW_FILL, "made by this step"), (render.HIGHLIGHT, "thick edges: the path from the loss"))
     marks = render.Marks(fills=fills, path=frozenset(marked), legend=legend)
-    dot = render.to_dot(snap, title, marks=marks)
-    return Picture(dot, describe(snap))
+    return Picture(render.to_dot(snap, title, marks=marks), describe(snap))
 
 
 def _freed_words(freed: list) -> str:
@@ -544,20 +585,62 @@ class StepPicture(Picture):
         return out
 
 
-def draw_steps(*roots, clock: StepClock, names=None, title=None, max_nodes=120) -> StepPicture:
+def draw_steps(*roots, clock: StepClock, names=None, title=None, max_nodes=120, focus=None) -> StepPicture:
     """A picture of the graph behind `roots` with every op filled by the step that created it.
 
     names: {name: tensor}, or a whole namespace such as `globals()`: then its tensors, the items
-    of its tuples and lists, and the tensors of its modules are named (as why_backward does)."""
+    of its tuples and lists, and the tensors of its modules are named (as why_backward does).
+    focus: as in helpers.graph.draw, only the part of the graph under it is drawn.
+    Without focus, a graph of more than `max_nodes` nodes, or one too wide to read at notebook
+    width, is drawn around where the newest step uses an older step's graph (the last nodes of
+    the newest step on the way there, the older node, what feeds it), the rest counted in a box.
+    """
     if names is not None and any(not isinstance(v, torch.Tensor) for v in names.values()):
         names = dict(_named_tensors(names))
-    snap, ids = snapshot_with_ids(*roots, names=names, max_nodes=max_nodes)
+    if focus is not None:
+        return _step_picture(*snapshot_with_ids(*roots, names=names, max_nodes=max_nodes, focus=focus),
+                             clock, title)
+    whole = _step_picture(*snapshot_with_ids(*roots, names=names, max_nodes=max_nodes), clock, title)
+    if not whole.snapshot.truncated and svg_width_pt(whole.svg) <= READABLE_WIDTH_PT:
+        return whole
+    path = _where_steps_meet(roots, clock)
+    if not path:
+        return whole
+    focused = (_step_picture(snap, ids, clock, title, around=(clock.step_of(path[-2]), clock.step_of(path[-1])))
+               for snap, ids in _around(roots, path, names, min(max_nodes, AROUND_NODES)))
+    return _readable(itertools.chain([] if whole.snapshot.truncated else [whole], focused)) or whole
+
+
+def _where_steps_meet(roots, clock: StepClock) -> list:
+    """The shortest chain of nodes from a root down to the first node (nearest the roots) of an
+    older step that a node of the newest step uses; [] when the graph holds one step only."""
+    parents: dict = {}
+    nodes, _ = nodes_under([t.grad_fn for t in roots if t.grad_fn is not None], parents=parents)
+    ops = [fn for fn in nodes if not _is_leaf_node(fn)]
+    if not ops:
+        return []
+    newest = max(clock.step_of(fn) for fn in ops)
+    meet = next((fn for fn in ops if clock.step_of(fn) < newest and parents[fn] is not None
+                 and clock.step_of(parents[fn]) == newest), None)
+    path = []
+    while meet is not None:
+        path.append(meet)
+        meet = parents[meet]
+    return path[::-1]
+
+
+def _step_picture(snap, ids, clock: StepClock, title, around=None) -> StepPicture:
+    """`snap` with every op filled by the step that made it. around: (newer step, older step)
+    when it is drawn around where the newer step uses the older one's graph."""
     steps = {i: clock.step_of(fn) for fn, i in ids.items() if not _is_leaf_node(fn)}
     fills = {i: STEP_FILLS[min(k, len(STEP_FILLS) - 1)] for i, k in steps.items()}
     used = sorted(set(steps.values()))
     words = {k: "made before the loop" if k == 0 else f"made by step {k}" for k in used}
     key = ", ".join(f"{words[k]}: {STEP_WORDS[min(k, len(STEP_WORDS) - 1)]}" for k in used)
     head = (title + ": " if title else "") + "ops coloured by the training step that made them"
+    if around is not None:   # short: the title sits beside the box of nodes not drawn
+        older = "the graph made before the loop" if around[1] == 0 else f"step {around[1]}'s graph"
+        head = (title + ": " if title else "") + f"where step {around[0]} uses {older}"
     legend = tuple((STEP_FILLS[min(k, len(STEP_FILLS) - 1)], words[k]) for k in used)
     by_step = "\n".join(("before the loop" if k == 0 else f"step {k}") + ": "
                         + ", ".join(f"{i} {snap.ops[i].name}" for i, s in steps.items() if s == k)
@@ -584,11 +667,11 @@ def load_ipython_extension(ip) -> None:
         if not line:
             return why_backward_failed()
         if not re.fullmatch(r"[A-Za-z_][\w.\[\]'\"]*", line):
-            return _message("bad input", f"why_backward: give a name, like %why_backward loss; got {line!r}.")
+            return Diagnosis("bad input", f"why_backward: give a name, like %why_backward loss; got {line!r}.")
         try:
             value = ip.ev(line)
         except Exception as err:   # a typo in the name: say so, no traceback
-            return _message("bad input", f"why_backward: could not read {line!r}: {type(err).__name__}: {err}")
+            return Diagnosis("bad input", f"why_backward: could not read {line!r}: {type(err).__name__}: {err}")
         return why_backward_failed(value)
 
     ip.register_magic_function(why_backward, "line", "why_backward")

@@ -18,7 +18,7 @@ import re
 from . import render
 from .snapshot import GraphInputError, Role, SavedState, Snapshot, fmt_bytes, fmt_shape
 from .trace import BackwardTrace
-from .walk import snapshot, snapshot_with_ids
+from .walk import node_key, snapshot, snapshot_with_ids
 
 STATE_WORDS = {SavedState.HELD: "held", SavedState.FREED: "FREED", SavedState.VALUE: "value",
                SavedState.UNREADABLE: "UNREADABLE"}
@@ -27,6 +27,9 @@ STATE_WORDS = {SavedState.HELD: "held", SavedState.FREED: "FREED", SavedState.VA
 def describe(snap: Snapshot) -> str:
     """The deterministic text form of one snapshot."""
     lines = []
+    if snap.above is not None:
+        a = snap.above
+        lines.append(f"focus on {', '.join(a.focus)}: NOT DRAWN: {a.headline()} ({a.kinds()})")
     for t in snap.tensors.values():
         if t.role is not Role.LEAF:
             continue
@@ -171,7 +174,8 @@ def changes(before: Snapshot, after: Snapshot) -> str:
     return "\n".join(lines)
 
 
-def draw(*roots, names=None, title=None, max_nodes=300, modules=None, expand=None) -> GraphPicture:
+def draw(*roots, names=None, title=None, max_nodes=300, modules=None, focus=None,
+         expand=None) -> GraphPicture:
     """A picture of the autograd graph behind `roots` (one or more tensors).
 
     names: {"a": a, "loss": loss, ...} labels leaves, outputs and intermediates
@@ -183,6 +187,9 @@ def draw(*roots, names=None, title=None, max_nodes=300, modules=None, expand=Non
         picture does not read on about two screens at notebook width (wider than
         READABLE_WIDTH_PT, or taller than modules.SCREEN_PX), each call inside the model is
         drawn as one box instead: what each of its layers saved, held or freed.
+    focus: a tensor the roots were computed from (or a list of them): only the part of the
+        graph under it (what feeds it) is drawn; what lies between it and the roots is one
+        box, "14 nodes from h to loss", and the text form says what it left out.
     expand (with modules=): True draws every op, in module clusters, however wide; a list of
         module paths (['cat']) draws the one-box-per-call picture with those calls op by op.
     """
@@ -191,29 +198,75 @@ def draw(*roots, names=None, title=None, max_nodes=300, modules=None, expand=Non
     if modules is not None:
         from .modules import grouped_picture
 
+        if focus is not None:
+            raise GraphInputError("draw(..., modules=...) and focus= do not go together yet: the module "
+                                  "boxes are made from the whole graph. Use one or the other.")
+
         return grouped_picture(roots, names=names, title=title, max_nodes=max_nodes, modules=modules,
                                expand=expand)
-    return GraphPicture(snapshot(*roots, names=names, max_nodes=max_nodes), title)
+    return GraphPicture(snapshot(*roots, names=names, max_nodes=max_nodes, focus=focus), title)
 
 
 def compare(before: GraphPicture | Snapshot, after: GraphPicture | Snapshot,
-            titles=("before", "after")) -> ComparePicture:
+            titles=("before", "after"), trace: BackwardTrace | None = None) -> ComparePicture:
     """Two snapshots side by side (stacked when too wide), with what changed between them: two
-    different graphs, or one graph at two moments. It draws no 'ran #k' marks, since it never saw
-    a backward call run; to see what one call ran and freed, wrap the call in `watch(...)`."""
+    different graphs, or one graph at two moments.
+
+    trace: a `helpers.trace.BackwardTrace` that was a context manager around the backward call
+    in between: the nodes it ran are marked 'ran #k' in `after`, as `watch(...)` marks them.
+    `after` must be a picture of the graph the trace hooked (drawn from the same tensors, with
+    or without focus= or a cap); another graph is a GraphInputError, never wrong marks.
+
+        before = draw(loss, names=...)
+        with BackwardTrace(loss) as tr:
+            loss.backward()
+        compare(before, draw(loss, names=...), trace=tr)
+    """
     b = before.snapshot if isinstance(before, GraphPicture) else before
     a = after.snapshot if isinstance(after, GraphPicture) else after
-    return ComparePicture(b, a, titles)
+    ran, text = {}, None
+    if trace is not None:
+        ran, text = ran_marks(trace, trace_ids(trace, a), a)
+    return ComparePicture(b, a, titles, ran=ran, ran_text=text)
+
+
+def trace_ids(trace: BackwardTrace, snap: Snapshot) -> dict:
+    """{node the trace hooked: its id in `snap`}, matched by walk.node_key (an op's creation
+    number, a leaf's identity: not by position, so the order of the roots does not matter).
+    A GraphInputError when `snap` shows a node the trace did not hook (another graph)."""
+    if not isinstance(trace, BackwardTrace):
+        raise GraphInputError(f"trace= takes a helpers.trace.BackwardTrace used around the backward call "
+                              f"(with BackwardTrace(loss) as tr: loss.backward()); got a {type(trace).__name__}.")
+    if trace.recording:
+        raise GraphInputError("trace= is still recording (compare() was called inside its with-block): "
+                              "call compare after the block, once the backward call has finished.")
+    drawn = dict(snap.node_keys)
+    if snap.ops and not drawn:
+        raise GraphInputError("trace= needs `after` as drawn from a live graph (draw(...) or "
+                              "helpers.walk.snapshot), not a Snapshot built by hand.")
+    by_key = {key: nid for nid, key in drawn.items()}
+    ids = {fn: by_key[k] for fn in trace.nodes if (k := node_key(fn)) in by_key}
+    matched = set(ids.values())
+    missing = [i for i in drawn if i not in matched]
+    if missing:
+        shown = ", ".join(f"{i} {snap.ops[i].name}" if i in snap.ops else f"{i} ({snap.tensors[i].name})"
+                          for i in missing[:4]) + (", ..." if len(missing) > 4 else "")
+        raise GraphInputError(
+            f"trace= recorded a backward through another graph than `after`: {len(missing)} of the "
+            f"{len(drawn)} nodes drawn in `after` are not in it ({shown}). Draw `after` from the "
+            "tensors the BackwardTrace hooked, e.g. BackwardTrace(loss) and draw(loss, ...), "
+            "after the call.")
+    return ids
 
 
 class Watch:
     """Result of `watch(...)`: displays the before/after pair once the block ends, the nodes
     the block's backward call(s) ran marked with their order (recorded with node hooks)."""
 
-    def __init__(self, roots, names, max_nodes, label):
-        self.roots, self.names, self.max_nodes = roots, names, max_nodes
+    def __init__(self, roots, names, max_nodes, label, focus=None):
+        self.roots, self.names, self.max_nodes, self.focus = roots, names, max_nodes, focus
         self.label = label
-        self.before = snapshot(*roots, names=names, max_nodes=max_nodes)
+        self.before = snapshot(*roots, names=names, max_nodes=max_nodes, focus=focus)
         self.after = None
         self.raised = None
         try:
@@ -223,7 +276,8 @@ class Watch:
 
     def _finish(self, exc):
         self.raised = exc
-        self.after, ids = snapshot_with_ids(*self.roots, names=self.names, max_nodes=self.max_nodes)
+        self.after, ids = snapshot_with_ids(*self.roots, names=self.names, max_nodes=self.max_nodes,
+                                            focus=self.focus)
         after = f"after {self.label}" if self.label else "after"
         if exc is not None:
             after += f" (raised {type(exc).__name__})"
@@ -267,15 +321,16 @@ def ran_marks(trace: BackwardTrace, ids: dict, snap: Snapshot) -> tuple[dict, st
 
 
 @contextlib.contextmanager
-def watch(*roots, names=None, label=None, max_nodes=300):
+def watch(*roots, names=None, label=None, max_nodes=300, focus=None):
     """Snapshot the graph, run the block, snapshot again; show both side by side.
+    focus: as in draw(), both pictures show only the part of the graph under it.
 
     Hooks on the graph's nodes record which nodes the block's backward call ran, and in
     which order: the 'after' picture marks them ('ran #k'). They are removed at the end.
     An exception in the block is re-raised after the 'after' picture is taken,
     so a cell that fails live still leaves its pictures behind in `w`.
     """
-    w = Watch(roots, names, max_nodes, label)
+    w = Watch(roots, names, max_nodes, label, focus)
     hooks = w.trace if w.trace is not None else contextlib.nullcontext()
     try:
         with hooks:

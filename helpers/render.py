@@ -199,6 +199,15 @@ def _summary_label(snap: Snapshot) -> str:
             f'<TR><TD><FONT POINT-SIZE="10">draw(..., max_nodes=N) draws more</FONT></TD></TR></TABLE>>')
 
 
+def _above_label(above) -> str:
+    """The box standing for what a focus= picture leaves out: '14 nodes from h to loss'."""
+    return (f'<<TABLE BORDER="1" CELLBORDER="0" COLOR="{CLUSTER}" STYLE="dashed">'
+            f"<TR><TD><B>{esc(above.headline())}</B></TD></TR>"
+            f'<TR><TD><FONT POINT-SIZE="10">{esc(above.kinds(shown=3))}</FONT></TD></TR>'
+            f'<TR><TD><FONT POINT-SIZE="10">not drawn (focus=): draw without focus= shows them</FONT></TD></TR>'
+            "</TABLE>>")
+
+
 # --------------------------------------------------------------------------------
 # Shared leaves: the cause of slow layouts. A weight used by every step of an unrolled RNN
 # is one box with an edge to each use; Graphviz spent seconds to minutes routing those
@@ -315,6 +324,12 @@ def add_snapshot(g: graphviz.Digraph, snap: Snapshot, prefix: str = "", highligh
         # the hidden part is upstream (towards the leaves) of the nodes where the walk stopped
         for op_id in snap.cut_at:
             g.edge(prefix + "more", prefix + op_id, style="dotted")
+    if snap.above is not None:   # drawn with focus=: the part between the roots and the focus
+        g.node(prefix + "above", _above_label(snap.above), shape="plaintext")
+        for nid in snap.above.into:
+            thick = (nid, "above") in marks.path
+            g.edge(prefix + nid, prefix + "above", **({"color": HIGHLIGHT, "penwidth": "3"} if thick
+                                                       else {"style": "dotted"}))
 
 
 def _add_clusters(body: list, lines: dict, grouping: Grouping, prefix: str) -> None:
@@ -379,6 +394,8 @@ def _features(snaps, marks: Marks, grouping=None) -> list[str]:
         present.append("module")
     if any(snap.truncated for snap in snaps):
         present.append("more")
+    if any(snap.above is not None for snap in snaps):
+        present.append("above")
     return present
 
 
@@ -396,6 +413,7 @@ _LEGEND_ENTRIES = {
     "ref": (f'BGCOLOR="{LEAF}" STYLE="dashed" BORDER="1"', "same leaf, drawn again near a far use"),
     "module": (f'COLOR="{CLUSTER}" STYLE="rounded" BORDER="1"', "module call: saved bytes held / freed"),
     "more": (f'COLOR="{FREED}" STYLE="dashed" BORDER="1"', "nodes beyond max_nodes, counted"),
+    "above": (f'COLOR="{CLUSTER}" STYLE="dashed" BORDER="1"', "nodes from the focus to the roots, counted"),
 }
 
 

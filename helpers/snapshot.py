@@ -12,7 +12,7 @@ node is comes from `Snapshot.role(node_id)`.
 from __future__ import annotations
 
 import dataclasses
-from collections import Counter
+from collections import Counter, deque
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -112,6 +112,37 @@ class TensorBox:
             raise ValueError("a TensorBox is a leaf, an output or an intermediate, not an op")
 
 
+@dataclass(frozen=True)
+class AboveFocus:
+    """What a snapshot drawn with `focus=` leaves out: every node that is not under the focus
+    (does not feed it), counted. `between` of them lie on a path from a root to the focus (the
+    nodes "above" it), `beside` do not (another branch of the roots)."""
+
+    roots: tuple[str, ...]          # names of the roots the graph was walked from
+    focus: tuple[str, ...]          # names of the focus tensors (or nodes), as given
+    into: tuple[str, ...]           # drawn ids whose outputs flow into the part left out
+    between: int                    # nodes on a path from a root to the focus
+    beside: int                     # other nodes not under the focus
+    by_type: tuple[tuple[str, int], ...] = ()   # (node name or 'leaf', count), most first
+    capped: bool = False            # the walk stopped at walk.COUNT_LIMIT: the counts are "at least"
+
+    def headline(self) -> str:
+        """'9 nodes from h to loss' (and ', 1 beside them' when some lie on other branches):
+        in the direction a picture's arrows run, from the focus down to the roots."""
+        plus = "+" if self.capped else ""
+        text = (f"{self.between:,}{plus} node{'s' * (self.between != 1)} from {', '.join(self.focus)} "
+                f"to {', '.join(self.roots)}")
+        if self.beside:
+            text += f", {self.beside:,}{plus} beside them"
+        return text
+
+    def kinds(self, shown: int | None = None) -> str:
+        """'TanhBackward0 x29, AddBackward0 x29, ...'."""
+        items = self.by_type if shown is None else self.by_type[:shown]
+        more = ", ..." if shown is not None and len(self.by_type) > shown else ""
+        return ", ".join(f"{k} x{n}" for k, n in items) + more
+
+
 @dataclass
 class Snapshot:
     """Everything a picture of the graph needs, with no reference to the graph."""
@@ -121,10 +152,15 @@ class Snapshot:
     tensors: dict[str, TensorBox]   # id -> TensorBox: leaves and named tensors
     edges: list[tuple[str, str]]    # (from_id, to_id): forward direction, input -> op -> output
     truncated: bool = False
-    total_nodes: int = 0        # ops + leaves in the whole graph (up to walk.COUNT_LIMIT)
+    total_nodes: int = 0        # ops + leaves in the whole graph, or under the focus (up to walk.COUNT_LIMIT)
     hidden_by_type: Counter[str] = field(default_factory=Counter)
     count_capped: bool = False
     cut_at: list[str] = field(default_factory=list)  # drawn op ids with inputs beyond the cap
+    above: AboveFocus | None = None   # drawn with focus=: what lies between the roots and the focus
+    # which live node each drawn id was (walk.node_key: an op's name and creation number, a leaf's
+    # identity), so a BackwardTrace of the same graph maps onto these ids. Internal only: never
+    # printed, not compared.
+    node_keys: dict[str, tuple] = field(default_factory=dict, compare=False, repr=False)
 
     # -- what each node is ----------------------------------------------------------
     def role(self, node_id: str) -> Role:
@@ -140,6 +176,52 @@ class Snapshot:
     def hidden_count(self) -> int:
         """Ops and leaves beyond max_nodes: counted in `total_nodes`, not drawn."""
         return self.total_nodes - len(self.ops) - self.leaf_count
+
+    # -- the graph's shape, read from the ids (no live graph needed) ---------------
+    def under(self, start_ids) -> set[str]:
+        """Every id reachable from `start_ids` through op inputs (what feeds them), starts included."""
+        seen, stack = set(), list(start_ids)
+        while stack:
+            nid = stack.pop()
+            if nid in seen:
+                continue
+            seen.add(nid)
+            op = self.ops.get(nid)
+            if op is not None:
+                stack.extend(op.inputs)
+        return seen
+
+    def reaching(self, target_id: str) -> set[str]:
+        """The ids of the ops `target_id` feeds, directly or not (its users, theirs, ...), itself included."""
+        users: dict[str, list[str]] = {}
+        for op in self.ops.values():
+            for i in op.inputs:
+                users.setdefault(i, []).append(op.id)
+        seen, stack = set(), [target_id]
+        while stack:
+            nid = stack.pop()
+            if nid not in seen:
+                seen.add(nid)
+                stack.extend(users.get(nid, ()))
+        return seen
+
+    def path(self, from_id: str, to_id: str) -> list[str]:
+        """The shortest chain of ids from `from_id` down through op inputs to `to_id` ([] if none)."""
+        parent = {from_id: None}
+        queue = deque([from_id])
+        while queue and to_id not in parent:
+            op = self.ops.get(queue.popleft())
+            for i in op.inputs if op is not None else ():
+                if i not in parent:
+                    parent[i] = op.id
+                    queue.append(i)
+        if to_id not in parent:
+            return []
+        out, nid = [], to_id
+        while nid is not None:
+            out.append(nid)
+            nid = parent[nid]
+        return out[::-1]
 
     # -- summaries used by text, pictures, tests ---------------------------------
     def saved_tensors(self):

@@ -24,12 +24,12 @@ Where a failing backward stopped, for a notebook cell that fails live:
 from __future__ import annotations
 
 import contextlib
-from collections import Counter, deque
+from collections import Counter
 
 import torch
 
 from .snapshot import GraphInputError
-from .walk import COUNT_LIMIT
+from .walk import COUNT_LIMIT, nodes_under
 
 
 def reachable_nodes(*roots, limit: int = COUNT_LIMIT) -> list[torch.autograd.graph.Node]:
@@ -39,19 +39,11 @@ def reachable_nodes(*roots, limit: int = COUNT_LIMIT) -> list[torch.autograd.gra
     torch 2.13, touching the nodes of a very deep graph from Python makes freeing it
     later crash the process, so a graph larger than `limit` is refused, not walked.
     """
-    seen, order = set(), []
-    queue = deque(t.grad_fn for t in roots if isinstance(t, torch.Tensor) and t.grad_fn is not None)
-    while queue:
-        fn = queue.popleft()
-        if fn in seen:
-            continue
-        if len(order) >= limit:
-            raise GraphInputError(
-                f"this graph has more than {limit:,} nodes: too many to hook or trace node by node. "
-                "Use a smaller example (fewer layers or steps).")
-        seen.add(fn)
-        order.append(fn)
-        queue.extend(n for n, _ in fn.next_functions if n is not None)
+    order, capped = nodes_under([t.grad_fn for t in roots if isinstance(t, torch.Tensor)], limit)
+    if capped:
+        raise GraphInputError(
+            f"this graph has more than {limit:,} nodes: too many to hook or trace node by node. "
+            "Use a smaller example (fewer layers or steps).")
     return order
 
 
@@ -113,6 +105,11 @@ class BackwardTrace:
             h.remove()
         self._handles.clear()
         return False
+
+    @property
+    def recording(self) -> bool:
+        """True inside the with-block (its hooks are registered)."""
+        return bool(self._handles)
 
     @property
     def order(self) -> list[str]:

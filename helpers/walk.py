@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Mapping
 
 import torch
@@ -19,6 +19,7 @@ from torch.autograd.graph import Node
 
 # The data model and the formatters live in helpers.snapshot (notebooks import them from there).
 from .snapshot import (
+    AboveFocus,
     GraphInputError,
     Op,
     Role,
@@ -257,40 +258,116 @@ def not_a_tensor(where, obj) -> str:
     return f"{where} is {kind}, not a torch.Tensor: {hint}"
 
 
-def snapshot(*roots, names=None, max_nodes=300) -> Snapshot:
-    """Walk the graph behind `roots` (tensors) and record it."""
-    return snapshot_with_ids(*roots, names=names, max_nodes=max_nodes)[0]
+def snapshot(*roots, names=None, max_nodes=300, focus=None) -> Snapshot:
+    """Walk the graph behind `roots` (tensors) and record it.
+
+    focus: a tensor the roots were computed from, a grad_fn node, or a list of them: only
+    the part of the graph under the focus (what feeds it) is recorded, and what lies between
+    the roots and the focus is counted in `Snapshot.above`."""
+    return snapshot_with_ids(*roots, names=names, max_nodes=max_nodes, focus=focus)[0]
 
 
-def snapshot_with_ids(*roots, names=None, max_nodes=300) -> tuple[Snapshot, dict[Node, str]]:
+def snapshot_with_ids(*roots, names=None, max_nodes=300, focus=None) -> tuple[Snapshot, dict[Node, str]]:
     """`snapshot(...)`, and {grad_fn: its id in the snapshot ('op3', 'leaf1')} for the nodes
     drawn: what the stepper needs to name live nodes. The dict holds references to the nodes,
     so keep it no longer than the graph itself."""
     check_roots(roots, names)
     check_max_nodes(max_nodes)
+    items = None if focus is None else check_focus(focus)
     names, root_names = _name_roots(roots, names)
+    focus_names = None if items is None else _name_focus(items, names)
     walk = _Walk(names, root_names, max_nodes)
-    walk.add_roots(roots)
+    if items is None:
+        walk.add_roots(roots)
+    else:
+        walk.add_focus(roots, items, focus_names)
     walk.breadth_first()
     walk.attach_named_tensors()
     walk.count_hidden()
+    walk.summarise_above()
     return walk.snap, walk.node_id
+
+
+def nodes_under(starts, limit: int = COUNT_LIMIT, parents: dict | None = None) -> tuple[list[Node], bool]:
+    """(every node reachable from the nodes `starts` through next_functions, breadth-first,
+    starts included; True when there were more than `limit` and the walk stopped there).
+    parents: a dict to fill with {node: the node it was first reached from} (None for a start),
+    so following it from a node gives a shortest path up to a start.
+    Iterative: a 5,000-deep chain is fine."""
+    seen: set[Node] = set()
+    order: list[Node] = []
+    queue = deque((s, None) for s in starts if s is not None)
+    while queue:
+        fn, parent = queue.popleft()
+        if fn in seen:
+            continue
+        if len(order) >= limit:
+            return order, True
+        seen.add(fn)
+        order.append(fn)
+        if parents is not None:
+            parents[fn] = parent
+        queue.extend((n, fn) for n, _ in fn.next_functions if n is not None)
+    return order, False
+
+
+def node_key(fn: Node) -> tuple:
+    """What identifies a live node across walks: an op by its name and creation number
+    (`_sequence_nr`, unique per thread), a leaf's AccumulateGrad (whose number is always the
+    same) by its tensor's identity. Snapshot.node_keys holds it per drawn id."""
+    if type(fn).__name__ == "AccumulateGrad":
+        return ("leaf", id(fn.variable))
+    return (fn.name(), fn._sequence_nr())
+
+
+def check_focus(focus) -> list:
+    """The focus as a list of tensors and grad_fn nodes, or a GraphInputError saying what to pass."""
+    many = isinstance(focus, (list, tuple))
+    items = list(focus) if many else [focus]
+    if not items:
+        raise GraphInputError("focus= needs at least one tensor: draw(loss, focus=h), or focus=[h, c].")
+    how = "focus= takes a tensor the roots were computed from (or a list of them), like draw(loss, focus=h)"
+    for i, f in enumerate(items):
+        where = f"focus[{i}]" if many else "focus"
+        if isinstance(f, Node):
+            continue
+        if not isinstance(f, torch.Tensor):
+            kind = "None" if f is None else f"a {type(f).__name__}"
+            hint = " (a Python number has no graph: did you call .item()?)" if isinstance(f, (int, float)) else ""
+            hint = " (pass the tensor a layer returned, not the layer)" if isinstance(f, torch.nn.Module) else hint
+            raise GraphInputError(f"{where} is {kind}, not a torch.Tensor{hint}: {how}.")
+        if _grad_fn(f, where) is None and not f.requires_grad:
+            raise GraphInputError(
+                f"{where} has no autograd graph (requires_grad=False and no grad_fn), so it is not part "
+                "of the graph behind the roots. Pass a tensor the roots were computed from, not a "
+                ".detach()ed copy or one made under torch.no_grad().")
+    return items
+
+
+def _name_focus(items, names: dict) -> list[str]:
+    """The name of each focus item: the name given in `names`, else 'focus' ('focus1', ... for
+    several; added to `names`, so its box is drawn), or a node's own name."""
+    return [f.name() if isinstance(f, Node) else
+            _name_in(names, f, "focus" if len(items) == 1 else f"focus{i + 1}") for i, f in enumerate(items)]
 
 
 def _name_roots(roots, names) -> tuple[dict[str, torch.Tensor], list[str]]:
     """(every name -> tensor, the roots' names): a root the caller did not name is 'out'
     (or 'out1', 'out2', ... for several), never taking a name given to another tensor."""
     names = dict(names or {})
-    root_names = []
-    for i, t in enumerate(roots):
-        found = next((n for n, v in names.items() if v is t), None)
-        if found is None:
-            found = "out" if len(roots) == 1 else f"out{i + 1}"
-            while found in names:
-                found += "'"
-            names[found] = t
-        root_names.append(found)
+    root_names = [_name_in(names, t, "out" if len(roots) == 1 else f"out{i + 1}") for i, t in enumerate(roots)]
     return names, root_names
+
+
+def _name_in(names: dict, t, default: str) -> str:
+    """The name `names` gives tensor `t`; else `default` (primed while taken), added to `names`."""
+    found = next((n for n, v in names.items() if v is t), None)
+    if found is None:
+        found = default
+        while found in names:
+            found += "'"
+        names[found] = t
+    return found
 
 
 class _Walk:
@@ -324,6 +401,8 @@ class _Walk:
         self.hidden_leaves: list[torch.Tensor] = []   # leaves passed as roots, beyond the cap
         self.edge_set: set[tuple[str, str]] = set()   # membership for snap.edges (a list, in discovery order)
         self.cut_set: set[str] = set()
+        self.focus: list | None = None     # with focus=: [(tensor or node, its node, its name)]
+        self.above = None                  # with focus=: (nodes not under it, those above it, capped)
 
     def _full(self) -> bool:
         return len(self.snap.ops) + len(self.leaf_box) >= self.max_nodes
@@ -347,6 +426,7 @@ class _Walk:
             if id(leaf) in self.leaf_box:  # drawn already (a leaf passed as a root)
                 self.keep.append(fn)
                 self.node_id[fn] = self.leaf_box[id(leaf)]
+                self.snap.node_keys[self.node_id[fn]] = node_key(fn)
                 return self.node_id[fn], False
         if self._full():
             return None, True
@@ -358,6 +438,7 @@ class _Walk:
             self.snap.ops[nid] = Op(id=nid, name=fn.name(), saved=_read_saved(fn, self.storages))
             self.queue.append((fn, nid))
         self.node_id[fn] = nid
+        self.snap.node_keys[nid] = node_key(fn)
         return nid, False
 
     def add_roots(self, roots) -> None:
@@ -374,6 +455,68 @@ class _Walk:
             _, over = self._visit(t.grad_fn)
             if over:  # a root beyond the cap (many roots, small max_nodes): counted, not dropped
                 self.hidden.append(t.grad_fn)
+
+    def add_focus(self, roots, items, focus_names) -> None:
+        """Phase 1 with focus=: the focus nodes, in the order given; every node of the roots'
+        graph that is not under the focus is counted (summarise_above), not drawn."""
+        root_names = ", ".join(self.root_names)
+        full, capped = nodes_under([t.grad_fn for t in roots])
+        in_full = set(full)
+        leaf_roots = [t for t in roots if t.grad_fn is None]
+        accumulators = {id(fn.variable): fn for fn in full if type(fn).__name__ == "AccumulateGrad"}
+        resolved = []
+        for i, (f, name) in enumerate(zip(items, focus_names)):
+            where = f"focus[{i}]" if len(items) > 1 else "focus"
+            if isinstance(f, Node):
+                fn, found = f, f in in_full
+            elif f.grad_fn is not None:
+                fn, found = f.grad_fn, f.grad_fn in in_full
+            else:   # a leaf: its AccumulateGrad node, or a root itself
+                fn = accumulators.get(id(f))
+                found = fn is not None or any(f is t for t in leaf_roots)
+            if not found:
+                what = "node" if isinstance(f, Node) else "tensor"
+                shown = "" if name.rstrip("'") in ("focus", f"focus{i + 1}") else f" ({name})"
+                if capped:
+                    raise GraphInputError(
+                        f"{where}{shown} was not found in the first {COUNT_LIMIT:,} nodes of the graph "
+                        f"behind {root_names}: that graph is too large to search. Draw a smaller part: "
+                        f"pass as the root a tensor computed closer to {name}.")
+                raise GraphInputError(
+                    f"{where}{shown} is not in the graph behind {root_names}: {root_names} was not "
+                    f"computed from this {what}. Was it computed again after {root_names} (a new "
+                    "tensor with a graph of its own), or in another step? Pass a tensor "
+                    f"{root_names} was computed from.")
+            resolved.append((f, fn, name))
+        self.focus = resolved
+        under, _ = nodes_under([fn for _, fn, _ in resolved])
+        under_set = set(under)
+        # nodes above the focus: those from which a focus node is reached (users, walked back)
+        users: dict[Node, list[Node]] = {}
+        for fn in full:
+            for n, _ in fn.next_functions:
+                if n is not None:
+                    users.setdefault(n, []).append(fn)
+        above, stack = set(), [fn for _, fn, _ in resolved if fn is not None]
+        while stack:
+            for u in users.get(stack.pop(), ()):
+                if u not in above and u not in under_set:
+                    above.add(u)
+                    stack.append(u)
+        rest = [fn for fn in full if fn not in under_set]
+        focus_leaves = {id(f) for f, fn, _ in resolved if fn is None}
+        # leaf roots no op uses (their node is not in `full`, so `rest` does not count them)
+        extra_leaves = [t for t in leaf_roots if id(t) not in focus_leaves and id(t) not in accumulators]
+        self.above = (rest, above, extra_leaves, capped)
+        for f, fn, name in resolved:
+            if fn is None:   # a leaf root with no node of its own: its box
+                if id(f) not in self.leaf_box and not self._full():
+                    self.leaf_name.setdefault(id(f), name)
+                    self._new_leaf(f)
+                continue
+            _, over = self._visit(fn)
+            if over:
+                self.hidden.append(fn)
 
     def breadth_first(self) -> None:
         """Phase 2: every op's inputs, breadth-first, up to max_nodes; edges in discovery order."""
@@ -443,6 +586,32 @@ class _Walk:
                 break
             stack.extend(n for n, _ in fn.next_functions if n is not None)
         snap.total_nodes += sum(snap.hidden_by_type.values())
+
+    def summarise_above(self) -> None:
+        """Phase 5 with focus=: what lies between the roots and the focus, counted by type,
+        and the drawn boxes it hangs under (each focus: its named tensor's box, or its node)."""
+        if self.focus is None:
+            return
+        rest, above, extra_leaves, capped = self.above
+        self.above = None
+        if not rest and not extra_leaves:
+            return
+        kinds: Counter[str] = Counter("leaf" if type(fn).__name__ == "AccumulateGrad" else fn.name()
+                                      for fn in rest)
+        kinds["leaf"] += len(extra_leaves)
+        kinds = +kinds
+        between = sum(1 for fn in rest if fn in above)
+        into = []
+        for f, fn, name in self.focus:
+            nid = self.node_id.get(fn) if fn is not None else self.leaf_box.get(id(f))
+            if nid is None:
+                continue
+            box = next((t.id for t in self.snap.tensors.values() if t.made_by == nid and t.name == name), nid)
+            into.append(box)
+        self.snap.above = AboveFocus(
+            roots=tuple(self.root_names), focus=tuple(n for _, _, n in self.focus), into=tuple(into),
+            between=between, beside=len(rest) + len(extra_leaves) - between,
+            by_type=tuple(sorted(kinds.items(), key=lambda kv: (-kv[1], kv[0]))), capped=capped)
 
 
 def _tensor_box(nid, name, role, t, made_by=None) -> TensorBox:

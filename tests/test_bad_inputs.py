@@ -85,7 +85,32 @@ ERRORS = [
     ("max_nodes='10'", lambda: draw(leaf(1) * 2, max_nodes="10"), "max_nodes must be"),
     ("max_nodes=True", lambda: draw(leaf(1) * 2, max_nodes=True), "max_nodes must be"),
     ("max_nodes=10**6", lambda: draw(leaf(1) * 2, max_nodes=10**6), "from 1 to 20,000"),
+    ("focus not in the graph (computed again)", lambda: _focus_recomputed(), "(h) is not in the graph behind loss"),
+    ("focus from another graph", lambda: draw(leaf(2).exp(), focus=leaf(2) * 3), "focus is not in the graph behind out"),
+    ("focus leaf not used", lambda: draw(leaf(2).exp(), focus=leaf(2)), "is not in the graph behind out"),
+    ("focus a string", lambda: draw(leaf(1) * 2, focus="h"), "focus is a str, not a torch.Tensor"),
+    ("focus a float", lambda: draw(leaf(1) * 2, focus=1.5), ".item()"),
+    ("focus a module", lambda: draw(leaf(1) * 2, focus=torch.nn.Linear(1, 1)), "not the layer"),
+    ("focus list item None", lambda: draw(leaf(1) * 2, focus=[leaf(1), None]), "focus[1] is None"),
+    ("focus empty list", lambda: draw(leaf(1) * 2, focus=[]), "at least one tensor"),
+    ("focus without a graph", lambda: draw(leaf(1) * 2, focus=torch.ones(1)), "focus has no autograd graph"),
+    ("focus detached", lambda: _focus_detached(), ".detach()ed copy"),
+    ("focus with modules=", lambda: draw(leaf(1) * 2, modules=torch.nn.Linear(1, 1), focus=leaf(1)),
+     "do not go together"),
 ]
+
+
+def _focus_recomputed():
+    x = leaf(2)
+    h = x.tanh()
+    loss = h.sum()
+    h = x.tanh()                    # a new h after the loss: not what the loss was computed from
+    return draw(loss, names={"h": h, "loss": loss}, focus=h)
+
+
+def _focus_detached():
+    h = leaf(2).tanh()
+    return draw(h.sum(), focus=h.detach())
 
 
 @pytest.mark.parametrize("call, words", [c[1:] for c in ERRORS], ids=[c[0] for c in ERRORS])
@@ -173,10 +198,11 @@ def test_any_name_is_escaped(name):
     assert pic.svg.count('class="node"') == len(pic.snapshot.ops) + len(pic.snapshot.tensors)
 
 
-def test_watch_with_bad_input_fails_before_the_block_runs():
+@pytest.mark.parametrize("bad", [None, "focus"])
+def test_watch_with_bad_input_fails_before_the_block_runs(bad):
     ran = []
     with pytest.raises(GraphInputError):
-        with watch(None):
+        with watch(None) if bad is None else watch(leaf(1) * 2, focus=leaf(1)):
             ran.append(1)
     assert ran == []
 

@@ -123,6 +123,19 @@ for step in range(3):
     backward(loss)
     opt.step()
 """,
+    "rnn_cell_30_time_steps": """
+cell, head = nn.RNNCell(3, 8), nn.Linear(8, 1)
+opt = torch.optim.SGD([*cell.parameters(), *head.parameters()], lr=0.01)
+h = torch.zeros(1, 8)
+for step in range(3):
+    xs, y = torch.randn(30, 1, 3), torch.randn(1, 1)
+    for x in xs:                    # 30 time steps per batch; h goes on to the next batch
+        h = cell(x, h)
+    loss = F.mse_loss(head(h), y)
+    opt.zero_grad()
+    backward(loss)
+    opt.step()
+""",
     "stacked_lstm_list": """
 cells = nn.ModuleList([nn.LSTMCell(3, 4), nn.LSTMCell(4, 4)])
 opt = torch.optim.SGD(cells.parameters(), lr=0.1)
@@ -148,6 +161,7 @@ EXPECTED = {
     "running_total": ("total", "running total", r"total \+= loss\.item\(\)"),
     "derived_weight": ("w_unit", "before the loop", r"built from `w`.*Recompute it inside the loop"),
     "rnn_plain_state": ("h", "state carried", r"`h = h\.detach\(\)`"),
+    "rnn_cell_30_time_steps": ("h", "state carried", r"`h = h\.detach\(\)`"),
     "stacked_lstm_list": ("states[1][0]", "state tuple",
                           r"states = \[tuple\(s\.detach\(\) for s in st\) for st in states\]"),
 }
@@ -296,11 +310,47 @@ def test_bad_max_nodes():
     assert why_backward_failed(torch.ones(1), max_nodes=0).verdict == "bad input"
 
 
-def test_the_picture_is_capped_and_says_so():
-    ns, err, _ = failing("lstm_tuple")
+def test_a_tiny_cap_still_draws_the_stop_and_counts_the_rest():
+    ns, err, stop = failing("lstm_tuple")
     d = why_backward_failed(err, names=ns, max_nodes=3)
-    assert "beyond the 3 nodes drawn" in d.picture.dot
-    assert "NOT DRAWN" in d.picture.text
+    assert _stop_box(stop.stopped_in) in d.picture.dot          # drawn, in the stop's colour
+    drawn = re.findall(r"^\t(?:op|leaf|t_)\w* \[label=", d.picture.dot, re.M)
+    assert len(drawn) <= 3
+    assert d.picture.text.startswith("focus on ") and "NOT DRAWN" in d.picture.text
+
+
+def _stop_box(name):
+    from helpers.diagnose import STOP_FILL
+    return f'<TD BGCOLOR="{STOP_FILL}"><B>{name}</B>'
+
+
+@pytest.mark.parametrize("name", sorted(LOOPS))
+def test_every_loop_picture_reads_at_notebook_width_and_shows_the_stop(name):
+    from test_readability import MIN_TEXT_PX, svg_text_px
+
+    ns, err, stop = failing(name)
+    d = why_backward_failed(err, names=ns)
+    px, shown = svg_text_px(d.picture.svg)
+    assert px >= MIN_TEXT_PX, f"{name}: {px:.1f} px text at {shown:.0f} px wide"
+    assert _stop_box(stop.stopped_in) in d.picture.dot    # the node the engine stopped in, orange
+
+
+def test_a_long_loop_is_drawn_around_the_stop_a_short_one_whole():
+    from test_readability import svg_text_px
+
+    ns, err, stop = failing("rnn_cell_30_time_steps")
+    d = why_backward_failed(err, names=ns)
+    assert len(d.path) > 80                                  # 30 time steps from the loss to the stop
+    first = d.picture.text.splitlines()[0]
+    assert re.fullmatch(r"focus on (\w+): NOT DRAWN: (\d+) nodes from \1 to loss, (\d+) beside them \(.*\)", first), first
+    assert int(re.search(r"(\d+) nodes from", first).group(1)) == len(d.path) - 1 - 3   # 3 nodes above the stop drawn
+    assert "the graph around it" in d.picture.dot and '-> above [color="' in d.picture.dot   # the path goes on, thick
+    # the graph drawn from the loss, as the diagnosis drew it before (60 nodes): too wide to read
+    from helpers.graph import draw
+    assert svg_text_px(draw(ns["loss"], max_nodes=60).svg)[0] < 7
+    ns, err, _ = failing("rnn_plain_state")                 # one time step per batch: drawn whole
+    short = why_backward_failed(err, names=ns)
+    assert not short.picture.text.startswith("focus on") and "NOT DRAWN" not in short.picture.text
 
 
 def test_same_graph_twice_is_not_called_a_loop():
@@ -402,3 +452,45 @@ def test_before_backward_it_says_where_it_will_stop():
     assert stop.stopped_in == d.stopped_at
     after = why_backward_failed(loss, names={"w": w, "h": h, "loss": loss})
     assert not after.not_yet_run and after.stopped_at == d.stopped_at
+
+
+def rnn_cell_two_batches(time_steps=30):
+    """An RNNCell over `time_steps` per batch, h carried into batch 2 without detach; each batch
+    ticked on a StepClock; batch 1 backwarded. (batch 2's loss, the clock, its namespace)"""
+    torch.manual_seed(0)
+    cell, head = torch.nn.RNNCell(3, 8), torch.nn.Linear(8, 1)
+    clock, h = StepClock(), torch.zeros(1, 8)
+    for step in range(2):
+        clock.tick()
+        for x in torch.randn(time_steps, 1, 3):
+            h = cell(x, h)
+        loss = (head(h) - 1).pow(2).sum()
+        if step == 0:
+            loss.backward()
+    return loss, clock, {"cell": cell, "head": head, "h": h, "loss": loss}
+
+
+def test_draw_steps_of_a_long_loop_is_drawn_where_the_steps_meet_and_reads():
+    from test_readability import MIN_TEXT_PX, svg_text_px
+
+    loss, clock, ns = rnn_cell_two_batches()
+    pic = draw_steps(loss, clock=clock, names=ns)
+    assert svg_text_px(pic.svg)[0] >= MIN_TEXT_PX
+    assert pic.text.startswith("where step 2 uses step 1's graph (made by step 1: red, made by step 2: yellow).")
+    snap = pic.snapshot
+    assert snap.above is not None and snap.above.roots == ("loss",)
+    # a node of step 1 feeds a node of step 2 in the picture: the place the steps meet
+    assert any(pic.steps.get(a) == 1 and pic.steps.get(b) == 2 for a, b in snap.edges)
+    assert pic.saved_states_by_step()[1]["freed"] > 0 and pic.saved_states_by_step()[2]["freed"] == 0
+    # the graph drawn whole, as before: unreadable
+    whole = draw_steps(loss, clock=clock, names=ns, focus=loss)
+    assert whole.snapshot.above is None and svg_text_px(whole.svg)[0] < MIN_TEXT_PX
+
+
+def test_draw_steps_takes_a_focus_and_draws_small_graphs_whole():
+    loss, clock, ns = rnn_cell_two_batches(time_steps=1)
+    assert "focus on" not in draw_steps(loss, clock=clock, names=ns).text     # small: whole, as before
+    pic = draw_steps(loss, clock=clock, names=ns, focus=ns["h"])
+    assert pic.text.splitlines()[1].startswith(
+        "focus on h: NOT DRAWN: 4 nodes from h to loss, 3 beside them")   # head Addmm, Sub, Pow, Sum; T, 2 leaves
+    assert set(pic.steps.values()) == {1, 2}

@@ -36,10 +36,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from torch import nn
 
-from helpers.graph import describe, draw, watch
+from helpers.graph import compare, describe, draw, watch
 from helpers.modules import record_modules
 from helpers.render import far_leaf_uses
-from helpers.snapshot import SavedState
+from helpers.snapshot import GraphInputError, SavedState
+from helpers.trace import BackwardTrace
 from helpers.walk import snapshot
 
 _common = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
@@ -237,8 +238,9 @@ def programs(draw_):
     second = draw_(st.sampled_from(["none", "again", "retained-again"]))
     svg = draw_(st.integers(0, 3)) == 0   # lay out one picture in four (Graphviz is the slow part)
     cap = draw_(st.sampled_from([None, None, 1, 3, 8]))
+    focus = draw_(st.one_of(st.none(), st.integers(0, 50)))
     return dict(leaves=leaves, steps=steps, roots=root_picks, names=name_picks, retain=retain,
-                second=second, cap=cap, svg=svg)
+                second=second, cap=cap, svg=svg, focus=focus)
 
 
 def run_program(p):
@@ -376,6 +378,52 @@ def check_picture(roots, names, cap, svg=False):
     return pic
 
 
+def check_focus(roots, names, focus, cap):
+    """draw(..., focus=t): exactly the nodes under t (checked by walking next_functions here),
+    the rest counted as between (t is reached from them) or beside; a t outside the graph is a
+    clear GraphInputError."""
+    kw = {} if cap is None else {"max_nodes": cap}
+    _, _, fns = reachable(roots)
+    node = focus.grad_fn if focus.grad_fn is not None else next(
+        (fn for fn in fns if hasattr(fn, "variable") and fn.variable is focus), None)
+    in_graph = node is not None and node in fns or any(focus is r for r in roots)
+    if not in_graph:
+        with pytest.raises(GraphInputError, match="is not in the graph behind"):
+            snapshot(*roots, names=names, focus=focus, **kw)
+        STATS["focus outside the graph"] += 1
+        return
+    snap = snapshot(*roots, names=names, focus=focus, **kw)
+    under = set() if node is None else reachable_from(node)      # None: a leaf root no op uses
+    ops = collections.Counter(fn.name() for fn in under if not hasattr(fn, "variable"))
+    leaves = {id(fn.variable) for fn in under if hasattr(fn, "variable")} | ({id(focus)} if node is None else set())
+    if not snap.truncated:
+        assert collections.Counter(op.name for op in snap.ops.values()) == ops
+        assert snap.leaf_count == len(leaves)
+    assert snap.total_nodes == (len(under) if node is not None else 1)   # drawn + beyond the cap
+    rest = fns - under
+    above = snap.above
+    if not rest and not any(r is not focus and r.grad_fn is None and id(r) not in leaves for r in roots):
+        assert above is None
+    else:
+        between = sum(1 for fn in rest if node is not None and node in reachable_from(fn))
+        lone = [r for r in roots if r.grad_fn is None and r is not focus         # leaf roots no op uses
+                and not any(hasattr(fn, "variable") and fn.variable is r for fn in fns)]
+        assert above is not None and above.between == between and not above.capped
+        assert above.between + above.beside == len(rest) + len(lone)
+        assert f"focus on {', '.join(above.focus)}: NOT DRAWN: {above.headline()}" in describe(snap)
+    STATS["focus pictures"] += 1
+
+
+def reachable_from(fn):
+    seen, stack = set(), [fn]
+    while stack:
+        f = stack.pop()
+        if f not in seen:
+            seen.add(f)
+            stack.extend(n for n, _ in f.next_functions if n is not None)
+    return seen
+
+
 def check_ran_marks(w):
     """The 'after' picture of watch() marks the nodes the backward call ran: only drawn nodes,
     every op whose saved tensors that call freed among them (only a node that ran frees its
@@ -399,18 +447,25 @@ def test_renderer_on_random_programs(p):
         warnings.simplefilter("ignore")
         pool, roots, names = run_program(p)
         check_picture(roots, names, p["cap"], svg=p["svg"])
+        graphed = [t for t in pool if t.grad_fn is not None or t.requires_grad]
+        focus = None if p["focus"] is None else graphed[p["focus"] % len(graphed)]
+        if focus is not None:
+            check_focus(roots, names, focus, p["cap"])
         loss = sum(r.sum() for r in roots if r.requires_grad)
         if not isinstance(loss, torch.Tensor) or loss.grad_fn is None:
             STATS["no backward possible"] += 1
             return
         kw = {} if p["cap"] is None else {"max_nodes": p["cap"]}
         try:
-            with watch(*roots, names=names, **kw) as w:
+            with watch(*roots, names=names, **kw) as w, BackwardTrace(*roots, keep_grads=False) as tr:
                 loss.backward(retain_graph=p["retain"])
             STATS["backward ok"] += 1
         except RuntimeError as err:   # e.g. a saved tensor changed in place: the picture says so
             STATS["backward raised: " + str(err)[:30]] += 1
         check_ran_marks(w)
+        # compare(trace=) with a trace of the same call marks what watch marks
+        assert compare(w.before, w.after, trace=tr).ran == w.picture.ran
+        STATS["compare(trace=) checked"] += 1
         check_picture(roots, names, p["cap"], svg=p["svg"])
         if p["second"] != "none":
             try:

@@ -140,3 +140,73 @@ def test_deep_chain_renders_with_default_cap():
 
 
 # ---------------------------------------------------------------- engines
+
+
+# ---------------------------------------------------------------- compare(trace=)
+def _two_muls():
+    """d = a * 2 and e = a * 3: two ops of the same name, told apart only by which one ran."""
+    a = torch.tensor([1.0, 2.0], requires_grad=True)
+    return {"a": a, "d": (a * 2).sum(), "e": (a * 3).sum()}
+
+
+def test_compare_with_a_trace_marks_what_ran_as_watch_does():
+    from helpers.trace import BackwardTrace
+
+    t = seed_graph()
+    with watch(t["d"], t["e"], names=t) as w:
+        t["d"].backward(retain_graph=True)
+    u = seed_graph()
+    before = draw(u["d"], u["e"], names=u)
+    with BackwardTrace(u["d"], u["e"]) as tr:
+        u["d"].backward(retain_graph=True)
+    pic = compare(before, draw(u["d"], u["e"], names=u), trace=tr)
+    assert pic.ran == w.picture.ran == {"op1": (1,), "op3": (2,), "op4": (3,), "leaf1": (4,)}  # Mean, Mul, Pow, a
+    assert pic.text == w.picture.text
+    assert "backward ran 4 node(s), in this order: op1 MeanBackward0" in pic.text
+    assert "ran #1" in pic.dot and "ran #1" not in compare(before, draw(u["d"], u["e"], names=u)).dot
+
+
+def test_compare_trace_ids_follow_the_nodes_not_the_order_of_the_roots():
+    from helpers.trace import BackwardTrace
+
+    t = _two_muls()
+    before = draw(t["d"], t["e"], names=t)
+    with BackwardTrace(t["e"], t["d"]) as tr:          # the roots in the other order
+        t["e"].backward()
+    after = draw(t["d"], t["e"], names=t)
+    pic = compare(before, after, trace=tr)
+    e_sum = next(op.id for op in after.snapshot.ops.values() if op.produces == ["e"])
+    e_mul = after.snapshot.ops[e_sum].inputs[0]
+    d_sum = next(op.id for op in after.snapshot.ops.values() if op.produces == ["d"])
+    assert e_sum in pic.ran and e_mul in pic.ran and d_sum not in pic.ran
+    assert pic.ran[e_sum] == (1,) and pic.ran[e_mul] == (2,)
+
+
+def test_compare_trace_of_another_graph_is_a_clear_error():
+    from helpers.snapshot import GraphInputError
+    from helpers.trace import BackwardTrace
+
+    t, u = seed_graph(), seed_graph()                   # two graphs of the same shape
+    before = draw(t["d"], names=t)
+    with BackwardTrace(u["d"]) as tr:
+        u["d"].backward()
+    with pytest.raises(GraphInputError, match=r"another graph than `after`: 4 of the 4 nodes drawn"):
+        compare(before, draw(t["d"], names=t), trace=tr)
+    with pytest.raises(GraphInputError, match="BackwardTrace used around the backward call"):
+        compare(before, before, trace=[tr])
+    v = seed_graph()
+    with BackwardTrace(v["d"]) as live:
+        with pytest.raises(GraphInputError, match="still recording"):
+            compare(before, draw(v["d"]), trace=live)
+
+
+def test_compare_trace_over_more_than_is_drawn_names_the_rest():
+    from helpers.trace import BackwardTrace
+
+    x, y = chain(20)
+    before = draw(y, max_nodes=5)
+    with BackwardTrace(y) as tr:
+        y.backward(torch.ones(2))
+    pic = compare(before, draw(y, max_nodes=5), trace=tr)
+    assert sorted(k for ks in pic.ran.values() for k in ks) == [1, 2, 3, 4, 5]
+    assert "backward ran 21 node(s)" in pic.text and "(not drawn)" in pic.text

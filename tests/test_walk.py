@@ -302,3 +302,95 @@ def test_freed_still_wins_after_backward():
     with torch.no_grad():
         w.add_(1.0)
     assert snapshot(y).count_by_state() == {"held": 0, "freed": 2}
+
+
+# ---------------------------------------------------------------- focus=
+def _rnn(steps=6):
+    """h = tanh(h @ W) `steps` times, loss = h.pow(2).sum() + hs[0].sum(): (W, hs, loss)."""
+    W = torch.full((3, 3), 0.1, requires_grad=True)
+    h, hs = torch.ones(1, 3), []
+    for _ in range(steps):
+        h = torch.tanh(h @ W)
+        hs.append(h)
+    return W, hs, h.pow(2).sum() + hs[0].sum()
+
+
+def test_focus_records_only_what_feeds_it_and_counts_the_rest():
+    W, hs, loss = _rnn()
+    snap = snapshot(loss, names={"W": W, "h3": hs[2], "loss": loss}, focus=hs[2])
+    # under h3: 3 x (Mm, Tanh) and W; nothing of steps 4-6 or of the loss
+    assert sorted(op.name for op in snap.ops.values()) == ["MmBackward0"] * 3 + ["TanhBackward0"] * 3
+    assert [t.name for t in snap.tensors.values()] == ["W", "h3"]     # the loss is not drawn
+    assert snap.ops["op1"].name == "TanhBackward0" and snap.ops["op1"].produces == ["h3"]  # ids start at the focus
+    a = snap.above
+    # above h3: steps 4-6 (3 Mm, 3 Tanh), Pow, Sum, Add = 9; beside it: hs[0].sum() = 1
+    assert (a.between, a.beside, a.roots, a.focus) == (9, 1, ("loss",), ("h3",))
+    assert dict(a.by_type) == {"MmBackward0": 3, "TanhBackward0": 3, "PowBackward0": 1,
+                               "SumBackward0": 2, "AddBackward0": 1}
+    assert a.headline() == "9 nodes from h3 to loss, 1 beside them"
+    h3_box = next(t.id for t in snap.tensors.values() if t.name == "h3")
+    assert a.into == (h3_box,)
+    # the whole graph is the focused part plus what it counts: nothing silently dropped
+    whole = snapshot(loss)
+    assert whole.total_nodes == snap.total_nodes + a.between + a.beside == 7 + 10
+    text = draw(loss, names={"W": W, "h3": hs[2], "loss": loss}, focus=hs[2]).text
+    assert text.splitlines()[0] == ("focus on h3: NOT DRAWN: 9 nodes from h3 to loss, 1 beside them "
+                                    "(MmBackward0 x3, TanhBackward0 x3, SumBackward0 x2, AddBackward0 x1, "
+                                    "PowBackward0 x1)")
+
+
+def test_focus_box_is_drawn_under_the_focus_with_its_legend():
+    W, hs, loss = _rnn()
+    pic = draw(loss, names={"h3": hs[2]}, focus=hs[2])
+    h3_box = pic.snapshot.above.into[0]
+    assert f"{h3_box} -> above [style=dotted]" in pic.dot
+    assert "loss" not in pic.dot and "9 nodes from h3 to out, 1 beside them" in pic.dot
+    assert "nodes from the focus to the roots, counted" in pic.dot          # the legend says what it is
+    assert "nodes from the focus" not in draw(loss).dot
+    assert "<title>above</title>" in pic.svg and f"<title>{h3_box}&#45;&gt;above</title>" in pic.svg
+
+
+def test_focus_unnamed_tensor_leaf_node_and_several():
+    W, hs, loss = _rnn()
+    snap = snapshot(loss, focus=hs[4])                     # not named: it is called 'focus'
+    assert snap.above.focus == ("focus",) and any(t.name == "focus" for t in snap.tensors.values())
+    leaf_only = snapshot(loss, names={"W": W}, focus=W)    # a leaf: only its box is under it
+    assert not leaf_only.ops and [t.name for t in leaf_only.tensors.values()] == ["W"]
+    assert leaf_only.above.between == snapshot(loss).total_nodes - 1 and leaf_only.above.beside == 0
+    node = snapshot(loss, focus=hs[1].grad_fn)             # a grad_fn node
+    assert node.above.focus == ("TanhBackward0",) and node.above.into == ("op1",)
+    both = snapshot(loss, names={"h2": hs[1], "h5": hs[4]}, focus=[hs[1], hs[4]])
+    assert both.above.focus == ("h2", "h5") and len(both.above.into) == 2
+    assert len(both.ops) == len(snapshot(loss, focus=hs[4]).ops)   # h2 is under h5: nothing twice
+    assert snapshot(loss, focus=loss).above is None       # the root itself: nothing left out
+
+
+def test_focus_respects_the_cap():
+    x, y = chain(50)
+    mid = y
+    for _ in range(10):
+        mid = mid * 2.0
+    snap = snapshot(mid, focus=y, max_nodes=5)
+    assert snap.above.between == 10 and snap.truncated and snap.hidden_count == 51 - 5
+
+
+def test_watch_with_focus_marks_what_ran_under_the_focus():
+    W, hs, loss = _rnn(4)
+    with watch(loss, names={"W": W, "h2": hs[1]}, focus=hs[1]) as w:
+        loss.backward()
+    assert w.before.above.headline() == w.after.above.headline()
+    assert len(w.picture.ran) == len(w.after.ops) + 1     # every drawn op and W's AccumulateGrad ran
+    assert "(not drawn)" in w.picture.text                 # the ops above h2 ran too, and are named
+    assert all(s.state == "freed" for _, s in w.after.saved_tensors())
+
+
+def test_snapshot_reads_reachability_and_paths_from_its_ids():
+    t = seed_graph()
+    snap = snapshot(t["d"], t["e"], names=t)
+    ids = {op.name: op.id for op in snap.ops.values()}
+    leaf = next(i for i, b in snap.tensors.items() if b.role == "leaf")
+    assert snap.path(ids["MeanBackward0"], leaf) == [ids["MeanBackward0"], ids["MulBackward0"], ids["PowBackward0"], leaf]
+    assert snap.path(ids["MeanBackward0"], ids["SumBackward0"]) == []          # another branch
+    assert snap.under([ids["MulBackward0"]]) == {ids["MulBackward0"], ids["PowBackward0"], leaf}
+    assert snap.reaching(ids["PowBackward0"]) == {ids[n] for n in ("PowBackward0", "MulBackward0",
+                                                                    "MeanBackward0", "SumBackward0")}
