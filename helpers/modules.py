@@ -658,9 +658,12 @@ def _maker_row(name: str, ops, shared, path: str, with_op: bool) -> str:
         names = ", ".join(f"{_short(op.name)}.{s.slot}" if with_op else s.slot for op, s in tiny)
         total = sum(s.nbytes or 0 for _, s in tiny)
         items.append(_item(f"{names}: {fmt_bytes(total)}", tiny[0][1], False))
-    lines = "".join(f'{item}<BR ALIGN="LEFT"/>' for item in items)
-    return (f'<TR><TD ALIGN="LEFT" VALIGN="TOP"><FONT POINT-SIZE="10">{render.esc(name)}</FONT></TD>'
-            f'<TD ALIGN="LEFT"><FONT POINT-SIZE="10">{lines}</FONT></TD></TR>')
+    # one table row per saved tensor (lines of one cell sit too close once struck through),
+    # the layer's name spanning them
+    cells = [f'<TD ALIGN="LEFT"><FONT POINT-SIZE="10">{item}</FONT></TD>' for item in items]
+    first = (f'<TD ROWSPAN="{len(cells)}" ALIGN="LEFT" VALIGN="TOP"><FONT POINT-SIZE="10">'
+             f'{render.esc(name)}</FONT></TD>')
+    return f"<TR>{first}{cells[0]}</TR>" + "".join(f"<TR>{c}</TR>" for c in cells[1:])
 
 
 def _short(op_name: str) -> str:
