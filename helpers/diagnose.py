@@ -525,6 +525,28 @@ def _freed_words(freed: list) -> str:
     return ", ".join(short[:4]) + more if short else "its saved tensors"
 
 
+def path_words(path: list[str]) -> str:
+    """'A -> (B -> C) x29 -> D': a block of node names repeated back to back, as each time step
+    of a long loop repeats, is written once with its count (the longest saving first)."""
+    out, i = [], 0
+    while i < len(path):
+        best = (1, 1)                              # (block length, repeats)
+        for size in range(1, (len(path) - i) // 2 + 1):
+            block, k = path[i:i + size], 1
+            while path[i + k * size:i + (k + 1) * size] == block:
+                k += 1
+            if k > 1 and size * (k - 1) > best[0] * (best[1] - 1):
+                best = (size, k)
+        size, k = best
+        if k > 2 or (k == 2 and size > 1):
+            words = " -> ".join(path[i:i + size])
+            out.append(f"({words}) x{k}" if size > 1 else f"{words} x{k}")
+        else:
+            out.extend(path[i:i + size * k])
+        i += size * k
+    return " -> ".join(out)
+
+
 def _report(d, snap: Snapshot, start) -> str:
     lines = ["why backward will fail:" if d.not_yet_run else "why backward failed:"]
     if not d.names_available:
@@ -538,7 +560,7 @@ def _report(d, snap: Snapshot, start) -> str:
     lines.append(f"  fix: {d.fix}")
     lines.append(f"  {'will stop' if d.not_yet_run else 'stopped'} in: {d.stopped_at}, whose saved "
                  f"{_freed_words(d.freed)} had been freed by an earlier backward")
-    lines.append("  path from the loss: " + " -> ".join(d.path))
+    lines.append("  path from the loss: " + path_words(d.path))
     lines.append("  (not retain_graph=True: that silences the error, and the graph, memory and "
                  "time per step then grow with every step)")
     return "\n".join(lines)

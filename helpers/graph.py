@@ -175,7 +175,8 @@ def changes(before: Snapshot, after: Snapshot) -> str:
     return "\n".join(lines)
 
 
-def draw(*roots, names=None, title=None, max_nodes=300, modules=None, focus=None) -> GraphPicture:
+def draw(*roots, names=None, title=None, max_nodes=300, modules=None, focus=None,
+         expand=None) -> GraphPicture:
     """A picture of the autograd graph behind `roots` (one or more tensors).
 
     names: {"a": a, "loss": loss, ...} labels leaves, outputs and intermediates
@@ -183,11 +184,18 @@ def draw(*roots, names=None, title=None, max_nodes=300, modules=None, focus=None
     max_nodes: beyond this many nodes the rest is summarised, not drawn.
     modules: the model whose forward ran under `helpers.modules.record_modules(model)`: nodes
         are grouped by the module call that made them, each group with its saved bytes, and
-        runs of identical blocks beyond max_nodes are collapsed into one box each.
+        runs of identical blocks beyond max_nodes are collapsed into one box each. When that
+        picture does not read on about two screens at notebook width (wider than
+        READABLE_WIDTH_PT, or taller than modules.SCREEN_PX), each call inside the model is
+        drawn as one box instead: what each of its layers saved, held or freed.
     focus: a tensor the roots were computed from (or a list of them): only the part of the
         graph under it (what feeds it) is drawn; what lies between it and the roots is one
         box, "14 nodes from h to loss", and the text form says what it left out.
+    expand (with modules=): True draws every op, in module clusters, however wide; a list of
+        module paths (['cat']) draws the one-box-per-call picture with those calls op by op.
     """
+    if expand is not None and modules is None:
+        raise GraphInputError("expand= opens module calls: it needs modules=model too.")
     if modules is not None:
         from .modules import grouped_picture
 
@@ -195,7 +203,8 @@ def draw(*roots, names=None, title=None, max_nodes=300, modules=None, focus=None
             raise GraphInputError("draw(..., modules=...) and focus= do not go together yet: the module "
                                   "boxes are made from the whole graph. Use one or the other.")
 
-        return grouped_picture(roots, names=names, title=title, max_nodes=max_nodes, modules=modules)
+        return grouped_picture(roots, names=names, title=title, max_nodes=max_nodes, modules=modules,
+                               expand=expand)
     return GraphPicture(snapshot(*roots, names=names, max_nodes=max_nodes, focus=focus), title)
 
 

@@ -4,6 +4,12 @@
     with record_modules(model):          # hooks on every submodule, removed at the end
         loss = loss_fn(model(x), y)
     draw(loss, modules=model)            # one cluster per module call, with its saved bytes
+    draw(loss, modules=model, expand=["cat"])   # one box per call, `cat` op by op
+
+A graph that does not read on about two screens at notebook width op by op (a trunk with two
+heads is too wide, six transformer layers too tall) is drawn as one box per module call
+instead: a row per layer with each tensor it saved, held or FREED (ModulePicture.form says
+which picture was drawn; the text form is the same for both).
 
 `record_modules(model)` also works without `with`: the hooks then stay until
 `.remove()`, so every forward pass is recorded (the latest recording of a node wins).
@@ -26,7 +32,8 @@ from dataclasses import dataclass
 import torch
 
 from . import render
-from .snapshot import GraphInputError, Role, SavedState, Snapshot, fmt_bytes
+from .graph import READABLE_WIDTH_PT, GraphPicture, Picture, describe
+from .snapshot import GraphInputError, Role, SavedState, Snapshot, fmt_bytes, fmt_shape
 from .trace import next_sequence_nr
 from .walk import COUNT_LIMIT, snapshot_with_ids
 
@@ -188,16 +195,26 @@ class _Group:
 
 
 def _saved_totals(snap: Snapshot, node_ids) -> dict:
+    """{"n": saved tensor slots, "held": bytes, "freed": bytes} of the ops among `node_ids`.
+    A buffer several of these slots hold (a ReLU's result that the next Linear saved as mat1)
+    counts once, at the largest size a slot shows of it, as Snapshot.unique_bytes_by_state."""
     out = {"n": 0, "held": 0, "freed": 0}
+    buffers: dict = {}                  # (state, storage) -> largest size a slot shows of it
     for nid in node_ids:
         op = snap.ops.get(nid)
         for s in (op.saved if op is not None else ()):
-            if s.is_tensor:
-                out["n"] += 1
-                if s.state is SavedState.FREED:
-                    out["freed"] += s.nbytes or 0
-                elif s.state is SavedState.HELD:
-                    out["held"] += s.nbytes or 0
+            if not s.is_tensor:
+                continue
+            out["n"] += 1
+            if s.state not in (SavedState.HELD, SavedState.FREED):
+                continue
+            if s.storage is None:
+                out[s.state.value] += s.nbytes or 0
+            else:
+                key = (s.state, s.storage)
+                buffers[key] = max(buffers.get(key, 0), s.nbytes or 0)
+    for (state, _), nbytes in buffers.items():
+        out[state.value] += nbytes
     return out
 
 
@@ -341,10 +358,8 @@ def collapse(snap: Snapshot, groups: dict, max_nodes: int, keep_first: bool = Tr
     return small, boxes, box_edges, parents, done
 
 
-def grouped_picture(roots, names=None, title=None, max_nodes=300, modules=None):
+def grouped_picture(roots, names=None, title=None, max_nodes=300, modules=None, expand=None):
     """draw(*roots, modules=model): see helpers.graph.draw."""
-    from .graph import GraphPicture, describe  # graph imports this module lazily
-
     rec = recording_of(modules)
     params = {n: p for n, p in rec.model.named_parameters()}
     param_names = {n: n.rsplit(".", 1)[0] if "." in n else "" for n in params}
@@ -360,35 +375,370 @@ def grouped_picture(roots, names=None, title=None, max_nodes=300, modules=None):
         groups = module_groups(snap, ids, rec, param_names)
         full, boxes, box_edges, box_parent, runs = snap, {}, [], {}, []
     del ids
+    runs_drawn = Collapsed(snap, boxes, box_edges, box_parent)
+    text = module_table(full, groups, runs) + "\n" + describe(full)
+    detail = None if expand not in (None, True) else render.to_dot(
+        snap, title, grouping=_detail_grouping(full, groups, runs_drawn, param_names))
+    owned = {n for g in groups.values() for n in g.nodes}
+    outside = sum(1 for n in [*full.ops, *full.tensors] if n not in owned)
+    base = Collapsed(full, {}, [], {}) if outside <= max_nodes else runs_drawn    # boxes: small
+    made = {}
+
+    def overview(stack=False):
+        if stack not in made:
+            made[stack] = overview_dot(full, groups, base, param_names, title,
+                                       () if expand is None else expand, stack=stack)
+        return made[stack]
+
+    if expand not in (None, True):
+        overview()          # names in expand= checked now (the picture is laid out lazily)
+    # auto: the overview is built only if the op-by-op picture turns out not to read
+    return ModulePicture(snap, text, detail, None if expand is True else overview)
+
+
+@dataclass
+class Collapsed:
+    """What collapse() left to draw: the snapshot, and its run boxes with their edges and parents."""
+
+    snap: Snapshot
+    boxes: dict
+    box_edges: list
+    box_parent: dict
+
+
+def _detail_grouping(full, groups, drawn: Collapsed, param_names) -> render.Grouping:
+    """Every op drawn, in one cluster per outermost call and per block inside it."""
+    snap = drawn.snap
     of, clusters = {}, {}
     depth = _depths(groups)
     boxed = {k for k in groups if depth[k] == 0 or (depth[k] <= CLUSTER_DEPTH and groups[k].children)}
     for key, g in sorted(groups.items(), key=lambda kv: kv[1].call.start):   # in call order
         if key not in boxed:       # a layer inside a block is drawn in the block's box: small boxes
             continue               # side by side make a staircase twice as wide (the text lists them)
-        totals = _saved_totals(full, _subtree(groups, key))    # collapsed blocks included
-        label = (f"<<B>{render.esc(g.call.label)}</B><BR/><FONT POINT-SIZE=\"10\">"
-                 f"{render.esc(_money(totals))}</FONT>>")
-        clusters[key] = (g.call.parent, label)
+        clusters[key] = (g.call.parent, _cluster_label(full, groups, key))
     for key, g in groups.items():
         target = key
         while target not in boxed:
             target = groups[target].call.parent
         for n in g.nodes:
             of[n] = target
-    for bid, parent in box_parent.items():
+    for bid, parent in drawn.box_parent.items():
         of[bid] = parent
+    return _grouping(snap, of, clusters, drawn.boxes, drawn.box_edges, param_names)
+
+
+def _cluster_label(full, groups, key) -> str:
+    totals = _saved_totals(full, _subtree(groups, key))    # collapsed blocks included
+    return (f"<<B>{render.esc(groups[key].call.label)}</B><BR/><FONT POINT-SIZE=\"10\">"
+            f"{render.esc(_money(totals))}</FONT>>")
+
+
+def _grouping(snap, of, clusters, boxes, box_edges, param_names) -> render.Grouping:
     # parents first, so a cluster's parent exists when it is listed
     clusters = {k: (p if p in clusters else None, lab) for k, (p, lab) in clusters.items()}
-    grouping = render.Grouping(of={n: str(k) for n, k in of.items() if k is not None},
-                               clusters={str(k): (None if p is None else str(p), lab)
-                                         for k, (p, lab) in clusters.items()},
-                               boxes=boxes, box_edges=box_edges,
-                               params=frozenset(t.id for t in snap.tensors.values()
-                                                if t.role is Role.LEAF and t.name in param_names
-                                                and t.id in of))
-    text = module_table(full, groups, runs) + "\n" + describe(full)
-    return GraphPicture(snap, title, grouping=grouping, text=text)
+    return render.Grouping(of={n: str(k) for n, k in of.items() if k is not None},
+                           clusters={str(k): (None if p is None else str(p), lab)
+                                     for k, (p, lab) in clusters.items()},
+                           boxes=boxes, box_edges=box_edges,
+                           params=frozenset(t.id for t in snap.tensors.values()
+                                            if t.role is Role.LEAF and t.name in param_names
+                                            and t.id in of))
+
+
+# --------------------------------------------------------------------------------
+# The overview: one box per module call, listing what each layer in it saved. A branching net
+# (a trunk and two heads) drawn op by op is 1,500+ pt wide, its text 5 px tall at 860 px; as
+# boxes it is a few hundred pt wide, and still says which layer saved what, held or freed.
+OVERVIEW_HINT = "module call as one box: what each layer saved (draw(..., expand=['path']) opens one)"
+
+
+def overview_dot(full: Snapshot, groups: dict, drawn: Collapsed, param_names: dict, title=None,
+                 expand=(), stack: bool = False) -> str:
+    """DOT of the overview: the calls just inside the model's call (or, when the model itself
+    was not called once, each outermost call) drawn as one box each, except the calls whose
+    paths are in `expand`, drawn op by op in a cluster; ops made outside every call (a loss)
+    are drawn as usual."""
+    expand = [expand] if isinstance(expand, str) else list(expand)
+    snap = drawn.snap
+    depth = _depths(groups)
+    # the model called once: the calls inside it are the boxes; parts called one by one
+    # (feats = net.trunk(x); net.cat(feats); ...) or a model called twice: each outermost call
+    outer = [k for k in groups if depth[k] == 0 and groups[k].children]
+    level = 1 if len(outer) == 1 else 0
+    boxed = [k for k in sorted(groups, key=lambda k: groups[k].call.start)
+             if depth[k] == level or (depth[k] == 0 and not groups[k].children)]
+    paths = {groups[k].call.path for k in boxed}
+    unknown = [p for p in expand if p not in paths]
+    if unknown:
+        raise GraphInputError(f"expand= names module paths drawn as one box: {sorted(paths)}; "
+                              f"not {unknown}.")
+    opened = {k for k in boxed if groups[k].call.path in expand}
+    # identical blocks in a row (same ops, same saved states: 4 ResNet blocks) are one box
+    run_of = {}
+    for run in find_runs(full, groups):
+        run = [k for k in run if k in boxed and k not in opened
+               and all(n in snap.ops or n in snap.tensors for n in groups[k].nodes)]
+        states = {k: _states(full, groups, k) for k in run}
+        if len(run) >= MIN_RUN and len(set(states.values())) == 1:
+            run_of.update((k, run) for k in run)
+    gone, boxes, parent_of = {}, {}, {}
+    for i, key in enumerate(boxed, 1):
+        if key in opened or (key in run_of and run_of[key][0] != key):
+            continue
+        if not any(n in snap.ops or n in snap.tensors for n in _subtree(groups, key)):
+            continue                    # collapsed into a run box already (a picture past the cap)
+        bid = f"call{i}"
+        run = run_of.get(key, [key])
+        boxes[bid] = _call_box(full, groups, run, param_names)
+        parent_of[bid] = groups[key].call.parent
+        for k in run:
+            for n in _subtree(groups, k):
+                gone[n] = bid
+    for rid, parent in drawn.box_parent.items():   # a run of blocks inside a box: in the box
+        inside = next((gone[n] for k in _ancestors(groups, parent) for n in groups[k].nodes if n in gone), None)
+        if inside is not None:
+            gone[rid] = inside
+    edges, box_edges = [], []
+    for a, b in [*snap.edges, *drawn.box_edges]:
+        e = (gone.get(a, a), gone.get(b, b))
+        if e[0] == e[1] or e in box_edges or e in edges:
+            continue
+        (edges if e == (a, b) and a not in drawn.boxes and b not in drawn.boxes else box_edges).append(e)
+    small = dataclasses.replace(
+        snap, ops={k: v for k, v in snap.ops.items() if k not in gone},
+        tensors={k: v for k, v in snap.tensors.items() if k not in gone}, edges=edges,
+        cut_at=[c for c in snap.cut_at if c not in gone])
+    clusters = {k: (groups[k].call.parent, _cluster_label(full, groups, k))
+                for k in sorted(groups, key=lambda k: groups[k].call.start)
+                if (depth[k] < level) or k in opened}
+    of = {}
+    for key, g in groups.items():
+        target = key
+        while target is not None and target not in clusters:
+            target = groups[target].call.parent if target in groups else None
+        for n in g.nodes:
+            if n not in gone:
+                of[n] = target
+    for bid, parent in {**drawn.box_parent, **parent_of}.items():
+        if bid not in gone:
+            while parent is not None and parent not in clusters:
+                parent = groups[parent].call.parent if parent in groups else None
+            of[bid] = parent
+    run_boxes = {k: v for k, v in drawn.boxes.items() if k not in gone}
+    grouping = _grouping(small, of, clusters, {**run_boxes, **boxes}, box_edges, param_names)
+    states = {s.state for _, s in full.saved_tensors()}
+    extra = tuple((colour, words) for state, colour, words in (
+        (SavedState.HELD, render.HELD, "saved tensor held in memory"),
+        (SavedState.FREED, render.FREED, "saved tensor FREED by backward"))
+        if state in states and state not in {s.state for _, s in small.saved_tensors()})
+    if full.shared_buffers() and not small.shared_buffers():
+        extra += ((render.VALUE, "shared: one buffer, several slots (counted once)"),)
+    source = render.to_dot(small, title, grouping=grouping,
+                           marks=render.Marks(legend=extra + ((render.CLUSTER, OVERVIEW_HINT),)))
+    # an opened call's parameters sit below the boxes that feed it, not beside them at the top
+    feeding = {a for a, b in box_edges if a in boxes and b not in boxes and b in small.ops}
+    params = [t.id for t in small.tensors.values() if t.id in grouping.params]
+    below = "".join(f"\t{a} -> {t} [style=invis]\n" for a in sorted(feeding) for t in params)
+    if stack:       # branches side by side (heads of one trunk, their losses) one below the other
+        below += "".join(f"\t{a} -> {b} [style=invis]\n" for a, b in _fan_out_pairs(small, box_edges))
+    return source[:source.rstrip().rfind("}")] + below + "}\n" if below else source
+
+
+def _fan_out_pairs(small: Snapshot, box_edges: list) -> list:
+    """[(node, next node)]: the ops and boxes one node feeds, each chained to the next (boxes in
+    call order, then ops in the walk's order: the first root's first), so that Graphviz puts
+    them one below the other."""
+    feeds: dict = {}
+    for a, b in [*small.edges, *box_edges]:
+        if b not in small.tensors:          # a named tensor hangs off its op: not a branch
+            feeds.setdefault(a, []).append(b)
+
+    def order(n):
+        return (0, int(n[4:])) if n.startswith("call") else (1, int(re.sub(r"\D", "", n) or 0))
+
+    pairs = []
+    for targets in feeds.values():
+        targets = sorted(set(targets), key=order)
+        pairs += zip(targets, targets[1:])
+    return pairs
+
+
+def _ancestors(groups, key):
+    while key is not None and key in groups:
+        yield key
+        key = groups[key].call.parent
+
+
+def _states(full, groups, key) -> tuple:
+    """What a call's saved tensors are now: ((op, slot, state), ...) in a canonical order."""
+    return tuple(sorted((full.ops[n].name, s.slot, s.state.value) for n in _subtree(groups, key)
+                        if n in full.ops for s in full.ops[n].saved if s.is_tensor))
+
+
+def _call_box(full: Snapshot, groups: dict, run: list, param_names: dict) -> str:
+    """One module call (or a run of identical ones) as an HTML table: its name, its totals, one
+    row per layer (or op of its own) that saved tensors, each saved tensor held (green) or
+    FREED (red), and its parameters."""
+    key = run[0]
+    call = groups[key].call
+    every = [n for k in run for n in _subtree(groups, k)]
+    totals = _money(_saved_totals(full, every))
+    if len(run) > 1:
+        last = groups[run[-1]].call.path
+        each = _saved_totals(full, _subtree(groups, key))["n"]
+        head = (f"&#215;{len(run)} {render.esc(call.kind)}: {render.esc(call.path)} &#8230; "
+                f"{render.esc(last)}, the same ops each")
+        totals = f"each: {each} saved, as listed; all {len(run)}: {totals}"
+    else:
+        head = render.esc(call.label)
+    rows = [f'<TR><TD COLSPAN="2" ALIGN="LEFT"><B>{head}</B></TD></TR>',
+            f'<TR><TD COLSPAN="2" ALIGN="LEFT"><FONT POINT-SIZE="10">{render.esc(totals)}</FONT></TD></TR>']
+    shared = {(op.id, sv.slot) for slots in full.shared_buffers().values() for op, sv in slots}
+    makers = sorted(_inside(groups, key), key=lambda k: groups[k].call.start)
+    own = []
+    for k in makers:
+        ops = [full.ops[n] for n in groups[k].nodes if n in full.ops
+               and any(s.is_tensor for s in full.ops[n].saved)]
+        ops.reverse()                                   # discovery order is backward: forward order
+        if not ops:
+            continue
+        if k == key:                                    # ops its own forward made: a row each, last
+            own = [_maker_row("own: " + _short(op.name), [op], shared, call.path, False) for op in ops]
+        else:
+            c = groups[k].call
+            where = c.path[len(call.path) + 1:] if call.path else c.path
+            again = f" call {c.index + 1}" if c.index else ""
+            rows.append(_maker_row(f"{where}{again}: {c.kind}", ops, shared, call.path, len(ops) > 1))
+    rows += own
+    leaves = [full.tensors[n] for k in run for n in _subtree(groups, k)
+              if n in full.tensors and full.tensors[n].name in param_names]
+    if leaves:
+        with_grad = sum(t.grad is not None for t in leaves)
+        state = ("no .grad" if not with_grad else ".grad set" if with_grad == len(leaves)
+                 else f"{with_grad} with .grad")
+        rows.append(f'<TR><TD COLSPAN="2" ALIGN="LEFT"><FONT POINT-SIZE="10" COLOR="{render.VALUE}">'
+                    f"{len(leaves)} parameters: {state}</FONT></TD></TR>")
+    return (f'<<TABLE BORDER="1" CELLBORDER="0" CELLSPACING="0" CELLPADDING="2" STYLE="rounded" '
+            f'COLOR="{render.CLUSTER}" BGCOLOR="#f4f6f8">' + "".join(rows) + "</TABLE>>")
+
+
+def _inside(groups, key) -> list:
+    out, stack = [], [key]
+    while stack:
+        k = stack.pop()
+        if k in groups:
+            out.append(k)
+            stack.extend(groups[k].children)
+    return out
+
+
+FOLD_RATIO = 16     # a row's saved tensors this many times smaller than its largest: one line
+
+
+def _maker_row(name: str, ops, shared, path: str, with_op: bool) -> str:
+    """A layer's row: each saved tensor on a line (slot, shape, bytes), held or FREED; three or
+    more tiny ones in the same state (BatchNorm's running stats) on one line, their bytes summed."""
+    saved = [(op, s) for op in ops for s in op.saved if s.is_tensor]
+    big = max((s.nbytes or 0) for _, s in saved)
+    tiny = [(op, s) for op, s in saved if (s.nbytes or 0) * FOLD_RATIO < big]
+    if len(tiny) < 3 or len({s.state for _, s in tiny}) > 1:
+        tiny = []
+    items = []
+    for op, s in saved:
+        if (op, s) in tiny:
+            continue
+        slot = f"{_short(op.name)}.{s.slot}" if with_op else s.slot
+        alias = s.alias or ""
+        short = alias[len(path) + 1:] if path and alias.startswith(path + ".") else alias
+        if "." in short.removesuffix(".T"):     # 'conv1.weight' in a Block's box; '0.weight' kept whole
+            alias = short
+        what = f"{slot}{' = ' + alias if alias else ''} {fmt_shape(s.shape) if s.shape else ''} {fmt_bytes(s.nbytes)}"
+        items.append(_item(what, s, (op.id, s.slot) in shared))
+    if tiny:
+        names = ", ".join(f"{_short(op.name)}.{s.slot}" if with_op else s.slot for op, s in tiny)
+        total = sum(s.nbytes or 0 for _, s in tiny)
+        items.append(_item(f"{names}: {fmt_bytes(total)}", tiny[0][1], False))
+    # one table row per saved tensor (lines of one cell sit too close once struck through),
+    # the layer's name spanning them
+    cells = [f'<TD ALIGN="LEFT"><FONT POINT-SIZE="10">{item}</FONT></TD>' for item in items]
+    first = (f'<TD ROWSPAN="{len(cells)}" ALIGN="LEFT" VALIGN="TOP"><FONT POINT-SIZE="10">'
+             f'{render.esc(name)}</FONT></TD>')
+    return f"<TR>{first}{cells[0]}</TR>" + "".join(f"<TR>{c}</TR>" for c in cells[1:])
+
+
+def _short(op_name: str) -> str:
+    """'ScaledDotProductEfficientAttentionBackward0' -> 'ScaledDotProductEfficientAttention'."""
+    return re.sub(r"Backward\d*$", "", op_name)
+
+
+def _item(what: str, s, shared: bool) -> str:
+    mark = f' <FONT COLOR="{render.VALUE}"><I>shared</I></FONT>' if shared else ""
+    if s.state is SavedState.FREED:
+        return f'<FONT COLOR="{render.FREED}"><S>{render.esc(what)}</S> <B>FREED</B></FONT>{mark}'
+    if s.state is SavedState.HELD:
+        colour = render.MODIFIED if s.modified else render.HELD
+        return f'<FONT COLOR="{colour}">{render.esc(what)}</FONT>{mark}'
+    return f'<FONT COLOR="{render.VALUE}">{render.esc(s.slot)}: unreadable</FONT>'
+
+
+OUTPUT_PX = 860      # JupyterLab's output width: a wider picture is scaled down to it
+SCREEN_PX = 1_800    # the op-by-op picture is kept up to about two screens tall, shown at 860 px
+
+
+def shown_px(svg: str) -> tuple[float, float]:
+    """(width pt, height in px) of a Graphviz SVG shown at most OUTPUT_PX wide (1 pt = 4/3 px)."""
+    m = re.search(r'<svg[^>]*?width="([\d.]+)pt"[^>]*?height="([\d.]+)pt"', svg)
+    w, h = (float(m.group(1)), float(m.group(2))) if m else (0.0, 0.0)
+    return w, h * 4 / 3 * (min(1.0, OUTPUT_PX / (w * 4 / 3)) if w else 1.0)
+
+
+class ModulePicture(GraphPicture):
+    """draw(loss, modules=model): the graph op by op in module clusters (form 'ops'), or the
+    overview, one box per module call (form 'calls'). With both, the op-by-op picture is drawn
+    when it reads on about two screens at notebook width: no wider than READABLE_WIDTH_PT (else
+    its text is under 9 px) and no taller than SCREEN_PX. Otherwise the overview is drawn if it
+    does better: narrower, or as readable and shorter. An overview still too wide (a trunk with
+    four heads) is tried with its branches stacked. `form` says which (reading it lays out)."""
+
+    def __init__(self, snap: Snapshot, text: str, ops_dot: str | None, overview):
+        """overview: a function overview(stack: bool) -> DOT, or None (only the op-by-op
+        picture); called only when needed."""
+        self.snapshot = snap
+        Picture.__init__(self, ops_dot if ops_dot is not None else overview(False), text)
+        self._form = "ops" if ops_dot is not None else "calls"
+        self.overview = overview
+
+    @property
+    def form(self) -> str:
+        """'ops' or 'calls': which picture is drawn (deciding lays it out)."""
+        _ = self.svg
+        return self._form
+
+    def _overview_svg(self) -> tuple[str, str]:
+        dot = self.overview(False)
+        svg = render.svg_from_dot(dot)
+        if shown_px(svg)[0] > READABLE_WIDTH_PT:
+            stacked = self.overview(True)
+            other = render.svg_from_dot(stacked)
+            if shown_px(other)[0] < shown_px(svg)[0]:
+                dot, svg = stacked, other
+        return dot, svg
+
+    @property
+    def svg(self) -> str:
+        if self._svg is None:
+            if self._form == "calls":           # only the overview: maybe with branches stacked
+                self.dot, svg = self._overview_svg()
+            else:
+                svg = render.svg_from_dot(self.dot)
+                width, height = shown_px(svg)
+                if self.overview is not None and (width > READABLE_WIDTH_PT or height > SCREEN_PX):
+                    dot, other = self._overview_svg()
+                    w, h = shown_px(other)
+                    if w < width if width > READABLE_WIDTH_PT else (w <= READABLE_WIDTH_PT and h < height):
+                        svg, self.dot, self._form = other, dot, "calls"
+            self._svg = svg
+        return self._svg
 
 
 def _depths(groups) -> dict:
@@ -413,6 +763,6 @@ def module_table(snap: Snapshot, groups: dict, runs: list) -> str:
 
     walk([k for k, g in groups.items() if g.call.parent not in groups], 0)
     for run in runs:
-        lines.append(f"collapsed in the picture: {len(run)} x {groups[run[0]].call.kind} "
+        lines.append(f"collapsed when drawn op by op: {len(run)} x {groups[run[0]].call.kind} "
                      f"({run[0][0]} ... {run[-1][0]}), the same ops each")
     return "\n".join(lines)

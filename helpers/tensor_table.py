@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import torch
 
 from helpers.snapshot import GraphInputError
-from helpers.walk import not_a_tensor
+from helpers.walk import check_names, not_a_tensor
 
 COLUMNS = ("is_leaf", "requires_grad", "retains_grad", "grad_filled")
 
@@ -40,14 +40,10 @@ def tensor_state(t: torch.Tensor) -> TensorState:
 
 
 def _check_names(names) -> dict:
-    if not isinstance(names, Mapping) or not names:
+    check_names(names, "at_a_glance's names", "at_a_glance({'x': x, 'loss': loss})")
+    if not names:
         raise GraphInputError("at_a_glance needs a dict {name: tensor} with at least one tensor, "
                               "like at_a_glance({'x': x, 'loss': loss}).")
-    for name, t in names.items():
-        if not isinstance(name, str):
-            raise GraphInputError(f"at_a_glance: names must be strings; got key {name!r}.")
-        if not isinstance(t, torch.Tensor):
-            raise GraphInputError(not_a_tensor(f"at_a_glance: {name!r}", t))
     return dict(names)
 
 

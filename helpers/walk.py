@@ -213,15 +213,21 @@ def check_roots(roots, names) -> None:
                 "Autograd only records operations on tensors that require grad. Create the inputs "
                 "with requires_grad=True (or call x.requires_grad_()), make sure the computation "
                 "is not inside torch.no_grad() or after .detach(), then compute it again.")
-    if names is not None and not isinstance(names, Mapping):
-        raise GraphInputError(f"names must be a dict {{name: tensor}}, like names={{'a': a, 'loss': loss}}; "
-                              f"got a {type(names).__name__}.")
+    if names is not None:
+        check_names(names)
     for name, t in (names or {}).items():
-        if not isinstance(name, str):
-            raise GraphInputError(f"names must map a name (str) to a tensor; got key {name!r}.")
-        if not isinstance(t, torch.Tensor):
-            raise GraphInputError(not_a_tensor(f"names[{name!r}]", t))
         _grad_fn(t, f"names[{name!r}]")
+
+
+def check_names(names, what: str = "names", like: str = "names={'a': a, 'loss': loss}") -> None:
+    """A dict {name (str): tensor}, or a GraphInputError that says what is wrong (draw, at_a_glance)."""
+    if not isinstance(names, Mapping):
+        raise GraphInputError(f"{what} must be a dict {{name: tensor}}, like {like}; got a {type(names).__name__}.")
+    for name, t in names.items():
+        if not isinstance(name, str):
+            raise GraphInputError(f"{what} must map a name (str) to a tensor; got key {name!r}.")
+        if not isinstance(t, torch.Tensor):
+            raise GraphInputError(not_a_tensor(f"{what}[{name!r}]", t))
 
 
 def check_max_nodes(max_nodes) -> None:

@@ -172,48 +172,50 @@ _FOCUSABLE = re.compile(r'(<div class="(?:jp-Cell-inputWrapper|[^"]*\bjp-OutputA
 def fold_going_deeper(nb) -> int:
     """Mark each Going deeper section for the template; returns how many there are.
 
-    A section starts at a heading whose text starts with "Going deeper" and ends before the next
-    heading of the same or a higher level (as JupyterLab folds a collapsed heading). A markdown
-    cell is split where such a heading sits inside it, so a section opens and closes between
-    cells. The opening heading becomes the <details> summary (metadata bt_deeper) and leaves its
-    cell; bt_close_before / bt_close_after count the sections that end around a cell."""
-    cells, open_levels, sections = [], [], 0
-    for cell in nb.cells:
-        pieces = [cell]
-        if cell.cell_type == "markdown":
-            lines, cuts = cell.source.splitlines(), [0]
-            for k, (line, is_text) in enumerate(lengths.outside_fences(lines)):
-                m = lengths.HEADING.match(line) if is_text and k > 0 else None
-                if m and ((open_levels and len(m.group(1)) <= open_levels[-1])
-                          or lengths.GOING_DEEPER.match(m.group(2))):
-                    cuts.append(k)
-            if len(cuts) > 1:
-                pieces = []
-                for a, b in zip(cuts, cuts[1:] + [len(lines)]):
-                    piece = nbformat.v4.new_markdown_cell("\n".join(lines[a:b]))
-                    piece.metadata = dict(cell.metadata) if a == 0 else {}
-                    piece.attachments = cell.get("attachments", {})
-                    pieces.append(piece)
-        for piece in pieces:
-            m = lengths.HEADING.match(piece.source.split("\n", 1)[0]) if piece.cell_type == "markdown" else None
-            if m:
-                level, closed = len(m.group(1)), 0
-                while open_levels and level <= open_levels[-1]:
-                    open_levels.pop()
-                    closed += 1
-                if closed:
-                    piece.metadata["bt_close_before"] = closed
-                if lengths.GOING_DEEPER.match(m.group(2)):
-                    open_levels.append(level)
-                    sections += 1
-                    heading, _, rest = piece.source.partition("\n")
-                    piece.metadata["bt_deeper"] = heading
-                    piece.source = rest
-            cells.append(piece)
-    if open_levels and cells:
-        cells[-1].metadata["bt_close_after"] = len(open_levels)
+    Where sections start and end is scripts/lengths.py's rule (`lengths.sections`, as JupyterLab
+    folds a collapsed heading). A markdown cell is split where a Going deeper section opens or
+    closes inside it, so a section opens and closes between cells. The opening heading becomes
+    the <details> summary (metadata bt_deeper) and leaves its cell; bt_close_before /
+    bt_close_after count the sections that end around a cell."""
+    cells, sections, open_now = [], 0, 0
+    for cell, pieces in lengths.sections(nb):
+        groups = []             # [text, opens a Going deeper section, Going deeper sections it closes]
+        for p in pieces:
+            closes, opens = p.closes.count("deeper"), p.opens == "deeper"
+            if groups and not closes and not opens:
+                groups[-1][0] += "\n" + p.text
+            else:
+                groups.append([p.text, opens, closes])
+        if cell.cell_type != "markdown" or len(groups) <= 1:
+            out = [cell]
+        else:
+            out = []
+            for n, (text, _, _) in enumerate(groups):
+                piece = nbformat.v4.new_markdown_cell(text)
+                piece.metadata = dict(cell.metadata) if n == 0 else {}
+                piece.attachments = cell.get("attachments", {})
+                out.append(piece)
+        for piece, (_, opens, closes) in zip(out, groups or [(None, False, 0)]):
+            if closes:
+                piece.metadata["bt_close_before"] = closes
+            if opens:
+                sections += 1
+                piece.metadata["bt_deeper"], _, piece.source = piece.source.partition("\n")
+            open_now += opens - closes
+        cells += out
+    if open_now and cells:
+        cells[-1].metadata["bt_close_after"] = open_now
     nb.cells = cells
     return sections
+
+
+def export(exp, nb, name: str, **resources) -> str:
+    """The page `exp` (an nbconvert exporter) makes of `nb`, as the site and the slides make it: the
+    notebook's widget views dropped (each falls back to its output's static form), files relative
+    to the notebooks folder. Extra resources go to the template."""
+    nb.metadata.pop("widgets", None)
+    body, _ = exp.from_notebook_node(nb, resources={"metadata": {"name": name, "path": str(nav.NB_DIR)}, **resources})
+    return body
 
 
 def exporter() -> SiteExporter:
@@ -314,11 +316,9 @@ def build(out: pathlib.Path = DEFAULT_OUT, only=None) -> list:
         if only and it["file"] not in only:
             continue
         nb.metadata["title"] = it["title"]
-        nb.metadata.pop("widgets", None)     # a widget view falls back to the output's static form
         fold_going_deeper(nb)
-        resources = {"metadata": {"name": it["title"], "path": str(nav.NB_DIR)}, "bt_css": SITE_CSS,
-                     "bt_nav_top": nav_bar(items, i, "top"), "bt_nav_bottom": nav_bar(items, i, "bottom")}
-        body, _ = exp.from_notebook_node(nb, resources=resources)
+        body = export(exp, nb, it["title"], bt_css=SITE_CSS, bt_nav_top=nav_bar(items, i, "top"),
+                      bt_nav_bottom=nav_bar(items, i, "bottom"))
         page = out / page_name(it["file"])
         page.write_text(rewrite_links(body, items, out, copied), encoding="utf-8")
         written.append(page)

@@ -8,9 +8,7 @@ Both are read from the notebooks at build time, so they follow whatever the note
 """
 from __future__ import annotations
 
-import re
-
-from scripts import ROOT
+from scripts import ROOT, lengths  # lengths: the heading rule (section_text)
 
 GUIDE = ROOT / "docs" / "teachers_guide.md"
 
@@ -46,29 +44,13 @@ PRINT_CSS = """
 """
 
 
-def _section(markdown: str, title: str) -> str:
-    """The text under the heading `title` (any level) up to the next heading of that level or higher."""
-    lines = markdown.splitlines()
-    for i, line in enumerate(lines):
-        m = re.match(r"^(#{1,6})\s+(.*\S)\s*$", line)
-        if m and m.group(2).strip() == title:
-            level, body = len(m.group(1)), []
-            for rest in lines[i + 1:]:
-                n = re.match(r"^(#{1,6})\s", rest)
-                if n and len(n.group(1)) <= level:
-                    break
-                body.append(rest)
-            return "\n".join(body).strip()
-    return ""
-
-
 def notebook_markdown(nb) -> str:
     return "\n\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
 
 
 def cheat_sheet_table(nb) -> str:
     """The decision table of the cheat sheet notebook and the paragraph around it."""
-    return _section(notebook_markdown(nb), "1. The decision table")
+    return lengths.section_text(notebook_markdown(nb), "1. The decision table")
 
 
 def handout_markdown(loaded) -> str:
@@ -83,7 +65,7 @@ def handout_markdown(loaded) -> str:
                 f"From [{it['title']}]({it['file']})."]
     out.append("## What each notebook concludes")
     for nb, it in loaded:
-        summary = _section(notebook_markdown(nb), "Summary")
+        summary = lengths.section_text(notebook_markdown(nb), "Summary")
         if not summary or it["file"].endswith("_cheat_sheet.ipynb"):
             continue
         out.append(f'<div class="bt-handout-nb">\n\n### [{it["title"]}]({it["file"]})\n\n'

@@ -22,6 +22,8 @@ a 45-minute period for the exercises and the discussion.
     python scripts/lengths.py --check        # also exit 1 if a notebook is over the limits
 
 Importable: `from scripts.lengths import measure, core_minutes` (tests, nav.py, the teacher's guide).
+`sections(nb)` is the one home of where Going deeper and Solutions sections start and end: the
+core path, the site's folding, the handout, the classroom kit and the tests all read it.
 """
 from __future__ import annotations
 
@@ -87,34 +89,89 @@ def outside_fences(lines):
             yield line, fence is None
 
 
-def parts(nb) -> list[tuple[object, list[tuple[str, str]]]]:
-    """For each cell: [(part, text)], part "core", "deeper" or "solution".
+def headings(lines):
+    """(line number, level, text) of each Markdown heading among `lines`; lines in a fence are none."""
+    for k, (line, is_text) in enumerate(outside_fences(lines)):
+        m = HEADING.match(line) if is_text else None
+        if m:
+            yield k, len(m.group(1)), m.group(2)
 
-    A code cell is one piece in the part it sits in; a markdown cell is split at its headings,
-    since a heading inside a cell (## Summary ... ## Solutions) can open or close a section."""
-    folded = None                       # (part, heading level) of the open folded section
+
+def folded_kind(text: str) -> str | None:
+    """"deeper" or "solution" if a heading with this text opens a folded section, else None."""
+    return next((part for part, pattern in FOLDED if pattern.match(text)), None)
+
+
+@dataclasses.dataclass(frozen=True)
+class Piece:
+    part: str                   # "core", "deeper" or "solution": the outermost folded section it is in
+    text: str
+    opens: str | None = None    # the folded section its first line opens ("deeper" / "solution")
+    heading: str | None = None  # that heading's text
+    closes: tuple = ()          # the folded sections that end just before it, innermost first
+
+
+def sections(nb) -> list[tuple[object, list[Piece]]]:
+    """For each cell: its pieces. The one home of the rule for where folded sections start and end.
+
+    A folded section starts at a markdown heading (any level) whose text starts with
+    "Going deeper" or "Solutions" and runs until the next heading of the same or a higher level;
+    one may open inside another. A code cell is one piece; a markdown cell is cut at each
+    heading that opens or closes a folded section (## Summary ... ## Solutions in one cell), and
+    an empty one has no pieces. Headings inside code fences are text."""
+    stack = []                  # [(part, level)] of the open folded sections, outermost first
     out = []
+
+    def part():
+        return stack[0][0] if stack else "core"
+
     for cell in nb.cells:
         if cell.cell_type != "markdown":
-            out.append((cell, [(folded[0] if folded else "core", cell.source)]))
+            out.append((cell, [Piece(part(), cell.source)]))
             continue
-        pieces = []
-        for line, is_text in outside_fences(cell.source.splitlines()):
-            m = HEADING.match(line) if is_text else None
-            if m:
-                level, text = len(m.group(1)), m.group(2)
-                if folded and level <= folded[1]:
-                    folded = None
-                for part, pattern in FOLDED:
-                    if folded is None and pattern.match(text):
-                        folded = (part, level)
-            part = folded[0] if folded else "core"
-            if pieces and pieces[-1][0] == part:
-                pieces[-1] = (part, pieces[-1][1] + "\n" + line)
-            else:
-                pieces.append((part, line))
+        lines = cell.source.splitlines()
+        pieces, start, marks = [], 0, {"part": part()}
+        for k, level, text in headings(lines):
+            closes = []
+            while stack and level <= stack[-1][1]:
+                closes.append(stack.pop()[0])
+            kind = folded_kind(text)
+            if kind:
+                stack.append((kind, level))
+            if closes or kind:
+                if k > 0:
+                    pieces.append(Piece(text="\n".join(lines[start:k]), **marks))
+                    start = k
+                marks = {"part": part(), "opens": kind, "heading": text if kind else None, "closes": tuple(closes)}
+        if lines:
+            pieces.append(Piece(text="\n".join(lines[start:]), **marks))
         out.append((cell, pieces))
     return out
+
+
+def parts(nb) -> list[tuple[object, list[tuple[str, str]]]]:
+    """For each cell: [(part, text)], part "core", "deeper" or "solution" (`sections`, merged by part)."""
+    out = []
+    for cell, pieces in sections(nb):
+        merged = []
+        for p in pieces:
+            if merged and merged[-1][0] == p.part:
+                merged[-1] = (p.part, merged[-1][1] + "\n" + p.text)
+            else:
+                merged.append((p.part, p.text))
+        out.append((cell, merged))
+    return out
+
+
+def section_text(markdown: str, title: str) -> str:
+    """The text under the heading `title` (any level) up to the next heading of that level or higher."""
+    lines = markdown.splitlines()
+    found = list(headings(lines))
+    for n, (k, level, text) in enumerate(found):
+        if text == title:
+            end = next((j for j, lv, _ in found[n + 1:] if lv <= level), len(lines))
+            return "\n".join(lines[k + 1:end]).strip()
+    return ""
 
 
 def prose_words(markdown: str) -> int:

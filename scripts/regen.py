@@ -13,6 +13,14 @@ from nbclient import NotebookClient
 from scripts import ROOT, notebooks
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+CELL_TIMEOUT = 600      # seconds one cell may run before nbclient stops it: a hang fails, it never blocks
+
+
+def client(nb, cwd, allow_errors: bool = False) -> NotebookClient:
+    """The one way notebooks are run outside nbval (regen, tests/test_rerun.py, tests/test_student.py):
+    a fresh python3 kernel of this interpreter, in `cwd`, each cell given CELL_TIMEOUT seconds."""
+    return NotebookClient(nb, timeout=CELL_TIMEOUT, kernel_name="python3", allow_errors=allow_errors,
+                          record_timing=False, resources={"metadata": {"path": str(cwd)}})
 
 
 def drop_dead_widget_view(output) -> None:
@@ -31,8 +39,7 @@ def drop_dead_widget_view(output) -> None:
 def regen(path: pathlib.Path) -> float:
     nb = nbformat.read(path, as_version=4)
     start = time.perf_counter()
-    NotebookClient(nb, timeout=600, kernel_name="python3", record_timing=False,
-                   resources={"metadata": {"path": str(path.parent)}}).execute()
+    client(nb, path.parent).execute()
     for cell in nb.cells:  # keep diffs small: no per-run metadata
         cell.metadata.pop("execution", None)
         for out in cell.get("outputs", []):

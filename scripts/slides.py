@@ -28,7 +28,7 @@ import jinja2
 import nbformat
 from nbconvert import SlidesExporter
 
-from scripts import ROOT, build_site, lengths, nav, skeleton  # build_site: MathML instead of MathJax from a CDN
+from scripts import ROOT, build_site, lengths, nav, skeleton  # build_site: MathML instead of MathJax, export
 
 DEFAULT_OUT = ROOT / "build" / "slides"
 REVEAL_VERSION = "4.6.0"                     # the npm package reveal.js; nbconvert's template is written for 4.x
@@ -124,8 +124,7 @@ def build(out=DEFAULT_OUT, only=None) -> list:
         if only and path.name not in only:
             continue
         nb = with_slides(nbformat.read(path, as_version=4))
-        nb.metadata.pop("widgets", None)
-        body, _ = exp.from_notebook_node(nb, resources={"metadata": {"name": nav.title_of(nb), "path": str(nav.NB_DIR)}})
+        body = build_site.export(exp, nb, nav.title_of(nb))
         body = re.sub(r'href="(\d\d_\w+)\.ipynb', r'href="\1.slides.html', body)   # to the other decks
         page = out / (path.stem + ".slides.html")
         page.write_text(body, encoding="utf-8")

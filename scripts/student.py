@@ -52,9 +52,8 @@ def nbgrader_meta(kind, gid, points=None) -> dict:
 def without_solutions(markdown: str) -> str:
     """The text before the '## Solutions' heading (a cell may hold the summary above it)."""
     lines = markdown.splitlines(keepends=True)
-    solutions = dict(lengths.FOLDED)["solution"]     # the rule lengths and skeleton use
-    cut = next(i for i, line in enumerate(lines)
-               if (m := lengths.HEADING.match(line)) and solutions.match(m.group(2)))
+    cut = next(k for k, _, text in lengths.headings(lines)         # the rule lengths and skeleton use
+               if lengths.folded_kind(text) == "solution")
     head = "".join(lines[:cut]).rstrip()
     return head + "\n\n" if head else ""
 

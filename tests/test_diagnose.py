@@ -494,3 +494,18 @@ def test_draw_steps_takes_a_focus_and_draws_small_graphs_whole():
     assert pic.text.splitlines()[1].startswith(
         "focus on h: NOT DRAWN: 4 nodes from h to loss, 3 beside them")   # head Addmm, Sub, Pow, Sum; T, 2 leaves
     assert set(pic.steps.values()) == {1, 2}
+
+
+def test_path_words_writes_a_repeated_block_once_with_its_count():
+    from helpers.diagnose import path_words
+
+    step = ["AddBackward0", "AddmmBackward0", "TanhBackward0"]
+    path = ["MseLossBackward0", "AddmmBackward0", "TanhBackward0"] + step * 29
+    words = path_words(path)
+    assert words == ("MseLossBackward0 -> (AddmmBackward0 -> TanhBackward0 -> AddBackward0) x29 "
+                     "-> AddmmBackward0 -> TanhBackward0")
+    # nothing lost: expanding the counts gives the path back
+    assert words.count("x29") == 1 and len(path) == 1 + 3 * 29 + 2
+    assert path_words(["A", "B", "C"]) == "A -> B -> C"           # no repeat: unchanged
+    assert path_words(["A", "A", "B"]) == "A -> A -> B"           # a pair of one name stays as is
+    assert path_words(["S", "Add", "Add", "Add", "M"]) == "S -> Add x3 -> M"

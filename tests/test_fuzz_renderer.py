@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import copy
 import html
 import os
 import re
@@ -36,11 +37,13 @@ import torch
 from autograd_programs import Square, node_places
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from torch import nn
 
 from helpers import render
 from helpers.graph import compare, describe, draw, watch
+from helpers.modules import record_modules
 from helpers.render import far_leaf_uses, folded_transposes
-from helpers.snapshot import GraphInputError
+from helpers.snapshot import GraphInputError, SavedState
 from helpers.trace import BackwardTrace
 from helpers.walk import snapshot
 
@@ -577,3 +580,105 @@ def test_every_op_runs(op):
     b = torch.randn(2, 3, requires_grad=True)
     out = apply_op(op, a * 1, b, 1)
     assert out and all(isinstance(t, torch.Tensor) for t in out)
+
+
+# ------------------------------------------------------------------ random models: draw(modules=)
+class _Residual(nn.Module):
+    def __init__(self, body):
+        super().__init__()
+        self.body = body
+
+    def forward(self, x):
+        return x + self.body(x)
+
+
+class _TwoHeads(nn.Module):
+    def __init__(self, left, right):
+        super().__init__()
+        self.left, self.right = left, right
+
+    def forward(self, x):
+        return self.left(x) * self.right(x)
+
+
+LAYERS = ["linear", "relu", "tanh", "sigmoid", "linear_nobias"]
+
+
+def layer_specs(depth=2):
+    leaf = st.sampled_from(LAYERS)
+    if depth == 0:
+        return leaf
+    inner = st.lists(layer_specs(depth - 1), min_size=1, max_size=3)
+    return st.one_of(leaf, st.tuples(st.sampled_from(["seq", "res", "repeat"]), inner),
+                     st.tuples(st.just("heads"), inner, inner))
+
+
+def build(spec, width=4):
+    if spec == "linear":
+        return nn.Linear(width, width)
+    if spec == "linear_nobias":
+        return nn.Linear(width, width, bias=False)
+    if isinstance(spec, str):
+        return {"relu": nn.ReLU, "tanh": nn.Tanh, "sigmoid": nn.Sigmoid}[spec]()
+    kind, *parts = spec
+    body = [nn.Sequential(*[build(s, width) for s in p]) for p in parts]
+    if kind == "seq":
+        return body[0]
+    if kind == "res":
+        return _Residual(body[0])
+    if kind == "repeat":        # three identical blocks in a row: a run
+        return nn.Sequential(*[copy.deepcopy(body[0]) for _ in range(3)])
+    return _TwoHeads(*body)
+
+
+BOX_TOTALS = re.compile(r'BGCOLOR="#f4f6f8"><TR><TD COLSPAN="2" ALIGN="LEFT"><B>[^<]*</B></TD></TR>'
+                        r'<TR><TD COLSPAN="2" ALIGN="LEFT"><FONT POINT-SIZE="10">(?:each: \d+ saved, as listed; '
+                        r'all \d+: )?(\d+) saved')
+DRAWN_SAVED = re.compile(r">(?:<S>)?saved (?!tensor)")
+
+
+@settings(FUZZ, max_examples=max(1, FUZZ.max_examples // 4))   # four pictures an example
+@given(st.lists(layer_specs(), min_size=1, max_size=4), st.sampled_from(["none", "one", "both"]),
+       st.sampled_from([None, 25]), st.booleans(), st.booleans())
+def test_module_pictures_of_random_models(specs, backward, cap, svg, repeated):
+    """draw(loss, modules=model) on random nets (Sequential, residual blocks, two heads, runs of
+    identical blocks, the model itself three identical blocks), before and after a backward
+    through one loss or both: both forms draw, their text is the same, and the overview shows
+    every saved tensor once: in one module box's count or as a row of an op drawn outside them."""
+    STATS["module examples"] += 1
+    torch.manual_seed(0)
+    net = build(("repeat", specs) if repeated else ("seq", specs))   # repeated: 3 identical blocks
+    x = torch.randn(3, 4, requires_grad=True)
+    with warnings.catch_warnings(), time_limit(EXAMPLE_TIMEOUT_S):
+        warnings.simplefilter("ignore")
+        with record_modules(net):
+            out = net(x)
+        roots = [out[:, :2].pow(2).sum(), out[:, 2:].exp().sum()]
+        kw = {} if cap is None else {"max_nodes": cap}
+        draw(*roots, modules=net, **kw)                # a walk before backward records the sizes
+        if backward != "none":
+            roots[0].backward(retain_graph=backward == "both")
+            if backward == "both":
+                roots[1].backward()
+        ops = draw(*roots, modules=net, expand=True, **kw)
+        calls = draw(*roots, modules=net, expand=[], **kw)
+        auto = draw(*roots, modules=net, **kw)
+        cut = "more nodes not drawn" in calls.dot      # past the cap with no run to collapse: cut as draw()
+        snap = snapshot(*roots, names=dict(net.named_parameters()), max_nodes=cap if cut else 5000)
+        STATS["module pictures cut at the cap"] += cut
+        assert ops.text == calls.text == auto.text and " at 0x" not in calls.text
+        assert ops.form == "ops" and calls.form == "calls"
+        if 'STYLE="rounded,dashed"' not in calls.dot:    # no run box of the capped op picture in it
+            boxed = sum(int(n) for n in BOX_TOTALS.findall(calls.dot))
+            drawn = len(DRAWN_SAVED.findall(calls.dot))
+            assert boxed + drawn == sum(1 for _ in snap.saved_tensors())
+            STATS["module overviews counted"] += 1
+        invisible = re.compile(r"\t\w+ -> \w+ \[style=invis\]\n")   # stacking branches adds only these
+        assert invisible.sub("", calls.overview(True)) == invisible.sub("", calls.overview(False))
+        freed = any(s.state is SavedState.FREED for _, s in snap.saved_tensors())
+        assert ("<B>FREED</B>" in calls.dot) == freed
+        STATS["module overviews with FREED"] += freed
+        STATS["module overviews with a run of blocks"] += "&#215;" in calls.dot
+        if svg:
+            assert "<svg" in auto.svg and auto.form in ("ops", "calls")
+            STATS["module pictures laid out"] += 1

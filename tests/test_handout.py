@@ -12,7 +12,7 @@ import math
 import nbformat
 import pytest
 
-from scripts import BUILD, build_site, handout, nav
+from scripts import BUILD, build_site, handout, lengths, nav
 
 ARTIFACTS = BUILD / "artifacts"
 
@@ -28,7 +28,15 @@ A4_CONTENT_PX = round((210 - 24) / 25.4 * 96)        # A4 width less the 12 mm m
 
 def summaries():
     return [it["title"] for nb, it in LOADED
-            if handout._section(handout.notebook_markdown(nb), "Summary") and it["file"] != SHEET]
+            if lengths.section_text(handout.notebook_markdown(nb), "Summary") and it["file"] != SHEET]
+
+
+def notebook_pictures(path) -> int:
+    """Pictures in a notebook's outputs: a graph is an <img> in text/html, a chart an image/png (or svg)."""
+    nb = nbformat.read(path, as_version=4)
+    return sum(o.get("data", {}).get("text/html", "").count("<img")
+               + ("image/png" in o.get("data", {})) + ("image/svg+xml" in o.get("data", {}))
+               for cell in nb.cells if cell.cell_type == "code" for o in cell.get("outputs", []))
 
 
 def test_handout_has_the_table_and_every_summary():
@@ -86,6 +94,7 @@ def test_a_notebook_page_prints_with_pictures_within_the_page(site, browser):
     page.emulate_media(media="print")
     page.goto((site / build_site.page_name(PICTURES)).as_uri(), wait_until="load")
     info = page.evaluate("""() => {
+      document.querySelectorAll('details.bt-deeper').forEach(d => { d.open = true; });  // as a reader opens them
       const shown = el => el.getClientRects().length > 0 && getComputedStyle(el).display !== 'none';
       const pics = [...document.querySelectorAll('.jp-OutputArea-output img, .jp-OutputArea-output svg')]
                    .filter(e => shown(e) && !e.closest('svg svg'));
@@ -95,9 +104,10 @@ def test_a_notebook_page_prints_with_pictures_within_the_page(site, browser):
               nav: [...document.querySelectorAll('.bt-nav')].filter(shown).length,
               folded: [...document.querySelectorAll('details.bt-hidden-source')].filter(shown).length};
     }""")
-    nb = nbformat.read(nav.NB_DIR / PICTURES, as_version=4)
     assert info["pictures"] >= 3, info
+    assert info["pictures"] == notebook_pictures(nav.NB_DIR / PICTURES), (
+        f"{PICTURES}: {info['pictures']} pictures on the page, {notebook_pictures(nav.NB_DIR / PICTURES)} "
+        "in the notebook's outputs")
     assert info["wide"] == [], f"{PICTURES}: pictures wider than the printed page ({info['width']} px): {info['wide']}"
     assert info["nav"] == 0 and info["folded"] == 0, info
-    assert len(nb.cells) > 0
     page.close()

@@ -82,3 +82,38 @@ def test_the_table_has_a_row_per_notebook_and_a_total(tmp_path):
     rows = lengths.table([lengths.measure(p) for p in sorted(tmp_path.glob("*.ipynb"))]).splitlines()
     assert rows[2].startswith("| 01_a.ipynb | 2 | 2 | 1 | 0 |")
     assert rows[-1].startswith("| all 2 | 4 | 3 | 2 | 0 |")
+
+
+def test_sections_cut_a_cell_where_a_folded_section_opens_or_closes():
+    """The one rule the core path, the site's folding, the handout and the kit read (lengths.sections)."""
+    nb = _nb(new_markdown_cell("## 1. Core\ntext"),
+             new_markdown_cell("### Going deeper: outer\nfolded\n#### a sub-heading stays inside"),
+             new_markdown_cell("more\n### Going deeper: sibling\nnext"),      # closes outer, opens another
+             new_markdown_cell("#### Going deeper: nested\nin"),             # opens inside; still 'deeper'
+             new_markdown_cell("end\n## Summary\nsum\n## Solutions\nsol"),    # closes both, then a solution
+             new_code_cell("check('1.1', 3, truth)"),
+             new_markdown_cell(""))
+    got = [[(p.part, p.text, p.opens, p.heading, p.closes) for p in pieces]
+           for _, pieces in lengths.sections(nb)]
+    assert got == [
+        [("core", "## 1. Core\ntext", None, None, ())],
+        [("deeper", "### Going deeper: outer\nfolded\n#### a sub-heading stays inside", "deeper",
+          "Going deeper: outer", ())],
+        [("deeper", "more", None, None, ()),
+         ("deeper", "### Going deeper: sibling\nnext", "deeper", "Going deeper: sibling", ("deeper",))],
+        [("deeper", "#### Going deeper: nested\nin", "deeper", "Going deeper: nested", ())],
+        [("deeper", "end", None, None, ()),
+         ("core", "## Summary\nsum", None, None, ("deeper", "deeper")),
+         ("solution", "## Solutions\nsol", "solution", "Solutions", ())],
+        [("solution", "check('1.1', 3, truth)", None, None, ())],
+        [],
+    ]
+    assert [parts for _, parts in lengths.parts(nb)][4] == [("deeper", "end"), ("core", "## Summary\nsum"),
+                                                            ("solution", "## Solutions\nsol")]
+
+
+def test_section_text_is_what_stands_under_a_heading():
+    text = "# T\n## Summary\n- a\n### more\n- b\n```\n## not a heading\n```\n## Further reading\n- c"
+    assert lengths.section_text(text, "Summary") == "- a\n### more\n- b\n```\n## not a heading\n```"
+    assert lengths.section_text(text, "Further reading") == "- c"
+    assert lengths.section_text(text, "Missing") == ""

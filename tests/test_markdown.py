@@ -43,14 +43,11 @@ def test_going_deeper_headings_open_their_cell_and_start_folded(path):
     jp-MarkdownHeadingCollapsed, so JupyterLab opens the notebook with the section folded."""
     nb = nbformat.read(path, as_version=4)
     wrong = []
-    for i, cell in enumerate(nb.cells):
-        if cell.cell_type != "markdown":
-            continue
-        for n, line in enumerate(cell.source.splitlines()):
-            m = lengths.HEADING.match(line)
-            if m and m.group(2).lower().startswith("going deeper"):
+    for i, (cell, pieces) in enumerate(lengths.sections(nb)):
+        for n, piece in enumerate(pieces):
+            if piece.opens == "deeper":
                 if n != 0:
-                    wrong.append(f"cell {i}: {line!r} is not the cell's first line")
+                    wrong.append(f"cell {i}: {piece.heading!r} is not the cell's first line")
                 elif not cell.metadata.get("jp-MarkdownHeadingCollapsed"):
-                    wrong.append(f"cell {i}: {line!r} lacks metadata jp-MarkdownHeadingCollapsed: true")
+                    wrong.append(f"cell {i}: {piece.heading!r} lacks metadata jp-MarkdownHeadingCollapsed: true")
     assert not wrong, f"{path.name}: " + "; ".join(wrong)

@@ -6,11 +6,14 @@ import weakref
 
 import pytest
 import torch
+from test_readability import svg_text_px
 from torch import nn
 
-from helpers.graph import draw
-from helpers.modules import record_modules
-from helpers.snapshot import GraphInputError
+from helpers import render
+from helpers.graph import READABLE_WIDTH_PT, draw, svg_width_pt
+from helpers.modules import SCREEN_PX, record_modules, shown_px
+from helpers.multitask import CatCarNet, make_images
+from helpers.snapshot import GraphInputError, fmt_bytes
 from helpers.walk import snapshot
 
 
@@ -61,7 +64,7 @@ def test_each_node_belongs_to_the_innermost_call_that_made_it():
 
 def test_resnet_groups_by_block_with_saved_bytes():
     net, loss = resnet(4)
-    pic = draw(loss, modules=net)
+    pic = draw(loss, modules=net, expand=True)
     labels = re.findall(r"subgraph cluster_\w+ \{\n\t\tlabel=<<B>([^<]*)</B>", pic.dot)
     assert labels[0] == "(model): Sequential"
     assert [lab for lab in labels if lab.endswith("Block")] == ["1: Block", "2: Block", "3: Block", "4: Block"]
@@ -78,23 +81,23 @@ def test_resnet_groups_by_block_with_saved_bytes():
 
 def test_a_run_of_identical_blocks_past_the_cap_is_one_box():
     net, loss = resnet(8)
-    pic = draw(loss, modules=net, max_nodes=100)
+    pic = draw(loss, modules=net, max_nodes=100, expand=True)
     box = re.search(r"&#215;(\d+) Block</B>.*?(\d+) saved tensors each, ([\d.]+ KiB) held", pic.dot)
     assert box is not None and box.group(1) == "7" and box.group(2) == "18"
     labels = re.findall(r"label=<<B>([^<]*)</B>", pic.dot)
     assert "1: Block" in labels and "2: Block" not in labels                 # the first stays open
-    assert "collapsed in the picture: 7 x Block (2 ... 8), the same ops each" in pic.text
+    assert "collapsed when drawn op by op: 7 x Block (2 ... 8), the same ops each" in pic.text
     assert pic.dot.count("[label=") <= 100 and "<svg" in pic.svg
     assert "leaf 8.conv2.weight" in pic.text                                   # the text stays complete
-    uncapped = draw(loss, modules=net)                                         # under the cap: no box
+    uncapped = draw(loss, modules=net, expand=True)                            # under the cap: no box
     assert "&#215;" not in uncapped.dot and "8: Block" in uncapped.dot
 
 
 def test_six_layer_transformer_on_one_screen():
     enc, loss = transformer(6)
-    full = draw(loss, modules=enc, max_nodes=2000)
+    full = draw(loss, modules=enc, max_nodes=2000, expand=True)
     assert all(f"layers.{i}: TransformerEncoderLayer" in full.dot for i in range(6))
-    pic = draw(loss, modules=enc)
+    pic = draw(loss, modules=enc, expand=True)
     m = re.search(r"&#215;(\d+) TransformerEncoderLayer</B>.*?layers\.(\d) &#8230; layers\.(\d)", pic.dot)
     # layer 0 differs (its input needs no grad: one saved tensor less), layers 1-5 are identical
     assert m is not None and m.groups() == ("4", "2", "5")
@@ -133,7 +136,173 @@ def test_needs_a_recording_and_holds_no_graph():
 
 def test_when_one_open_block_is_still_too_many_the_whole_run_is_one_box():
     enc, loss = transformer(6)
-    pic = draw(loss, modules=enc, max_nodes=80)
+    pic = draw(loss, modules=enc, max_nodes=80, expand=True)
     assert "&#215;5 TransformerEncoderLayer" in pic.dot and "layers.1 &#8230; layers.5" in pic.dot
     assert "layers.0: TransformerEncoderLayer" in pic.dot and pic.dot.count("[label=") <= 80
-    assert "collapsed in the picture: 5 x TransformerEncoderLayer (layers.1 ... layers.5)" in pic.text
+    assert "collapsed when drawn op by op: 5 x TransformerEncoderLayer (layers.1 ... layers.5)" in pic.text
+
+
+# --------------------------------------------------------------------------------
+# Readable at notebook width: a branching net as one box per module call
+def catcar(images=8):
+    """Notebook 02's two-head net (a conv trunk, a cat head and a car head), both losses."""
+    torch.manual_seed(0)
+    net = CatCarNet()
+    x, y = make_images(images, seed=0)
+    with record_modules(net):
+        cat, car = net(x)
+    loss_cat = nn.functional.binary_cross_entropy_with_logits(cat, y[:, 0])
+    loss_car = nn.functional.binary_cross_entropy_with_logits(car, y[:, 1])
+    return net, x, loss_cat, loss_car
+
+
+def text_px(pic):
+    return svg_text_px(pic.svg)[0]
+
+
+def test_two_head_net_reads_at_notebook_width():
+    net, x, loss_cat, loss_car = catcar()
+    ops = draw(loss_cat, loss_car, modules=net, expand=True)       # every op: too wide to read
+    assert ops.form == "ops" and svg_width_pt(ops.svg) > READABLE_WIDTH_PT and text_px(ops) < 9
+    pic = draw(loss_cat, loss_car, modules=net)
+    assert text_px(pic) >= 9 and svg_width_pt(pic.svg) <= READABLE_WIDTH_PT and pic.form == "calls"
+    assert pic.text == ops.text                                     # the text form does not change
+    boxes = re.findall(r'<B>(\w+): Sequential</B></TD></TR><TR><TD COLSPAN="2" ALIGN="LEFT">'
+                       r'<FONT POINT-SIZE="10">(\d+) saved, ([\d.]+ \w*B) held', pic.dot)
+    assert [b[0] for b in boxes] == ["trunk", "cat", "car"]
+    # the trunk's box counts what the trunk alone saves: its graph drawn on its own
+    trunk = snapshot(net.trunk(x))
+    assert boxes[0][1:] == (str(sum(1 for _ in trunk.saved_tensors())),
+                            fmt_bytes(trunk.unique_bytes_by_state()["held"]))
+    for layer in ("0: Conv2d", "1: ReLU", "4: Conv2d"):                 # which layer saved what
+        assert f">{layer}</FONT>" in pic.dot
+    assert "mat2 = 0.weight.T (128, 16) 8.0 KiB" in pic.dot and pic.dot.count("AddmmBackward0") == 0
+
+
+def test_overview_marks_what_backward_freed_and_which_params_got_grads():
+    net, x, loss_cat, loss_car = catcar()
+    before = draw(loss_cat, loss_car, modules=net, expand=[])   # a walk before backward records the sizes
+    held = re.search(r"<B>car: Sequential</B>.*?(\d+) saved, ([\d.]+ KiB) held", before.dot).groups()
+    loss_car.backward()
+    pic = draw(loss_cat, loss_car, modules=net, expand=[])
+    cat = re.search(r"<B>cat: Sequential</B>(.*?)</TABLE>", pic.dot).group(1)
+    car = re.search(r"<B>car: Sequential</B>(.*?)</TABLE>", pic.dot).group(1)
+    assert "FREED" not in cat and "0 B held" not in cat and "parameters: no .grad" in cat
+    # the car head's 8 saved tensors (3 Linears: mat1, mat2; 2 ReLUs: result), each marked
+    assert held[0] == "8" and car.count("<B>FREED</B>") == 8 and "parameters: .grad set" in car
+    assert f"8 saved, 0 B held, {held[1]} freed" in car
+    assert "saved tensor FREED by backward" in pic.dot           # in the legend, though no op shows it
+    assert text_px(pic) >= 9
+
+
+def test_resnet_and_transformer_read_at_notebook_width():
+    net, loss = resnet(4)
+    pic = draw(loss, modules=net)
+    assert svg_width_pt(draw(loss, modules=net, expand=True).svg) > READABLE_WIDTH_PT
+    assert pic.form == "calls" and text_px(pic) >= 9
+    # four identical blocks in a row, in the same state: one box, its rows the first block's
+    assert "&#215;4 Block: 1 &#8230; 4, the same ops each" in pic.dot
+    assert re.search(r"each: 18 saved, as listed; all 4: 72 saved, [\d.]+ KiB held", pic.dot)
+    enc, loss = transformer(6)
+    for kw in ({}, {"max_nodes": 80}):                      # 08 draws max_nodes=80
+        ops = draw(loss, modules=enc, expand=True, **kw)    # narrow, but several screens tall
+        assert svg_width_pt(ops.svg) <= READABLE_WIDTH_PT and shown_px(ops.svg)[1] > SCREEN_PX
+        pic = draw(loss, modules=enc, **kw)
+        assert pic.form == "calls" and text_px(pic) >= 9 and shown_px(pic.svg)[1] <= SCREEN_PX, kw
+        assert "&#215;5 TransformerEncoderLayer: layers.1 &#8230; layers.5" in pic.dot
+
+
+def test_a_small_model_is_drawn_op_by_op():
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+    with record_modules(net):
+        loss = net(torch.randn(5, 4)).pow(2).sum()
+    pic = draw(loss, modules=net)
+    assert pic.form == "ops" and "AddmmBackward0" in pic.dot and text_px(pic) >= 9
+
+
+def test_expand_opens_one_call_op_by_op():
+    net, x, loss_cat, loss_car = catcar()
+    pic = draw(loss_cat, loss_car, modules=net, expand=["car"])
+    assert pic.form == "calls" and pic.dot.count("AddmmBackward0") == 3     # car's three Linears
+    assert "<B>cat: Sequential</B></TD>" in pic.dot and "<B>car: Sequential</B><BR/>" in pic.dot
+    with pytest.raises(GraphInputError, match=r"\['car', 'cat', 'trunk'\]; not \['head'\]"):
+        draw(loss_cat, loss_car, modules=net, expand=["head"])
+    with pytest.raises(GraphInputError, match="modules=model"):
+        draw(loss_cat, expand=["car"])
+
+
+def test_module_totals_count_a_shared_buffer_once_as_the_picture_does():
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+    with record_modules(net):
+        loss = net(torch.randn(5, 4)).pow(2).sum()
+    snap = snapshot(loss, names=dict(net.named_parameters()))
+    shared = snap.shared_buffers()
+    # the real case: the ReLU's output, saved as its result and as the next Linear's mat1
+    assert [sorted(f"{op.name}.{s.slot}" for op, s in slots) for slots in shared.values()] == [
+        ["AddmmBackward0.mat1", "ReluBackward0.result"]]
+    unique, double = snap.unique_bytes_by_state()["held"], snap.bytes_by_state()["held"]
+    assert unique < double
+    inside = sum(s.nbytes for op, s in snap.saved_tensors() if op.name != "PowBackward0")
+    pow_bytes = double - inside
+    pic = draw(loss, modules=net)
+    model_line = pic.text.splitlines()[1]
+    assert model_line == f"(model): Sequential: {len(list(snap.saved_tensors())) - 1} saved, " \
+                         f"{fmt_bytes(unique - pow_bytes)} held"
+    assert f"counted once: {fmt_bytes(unique)} held" in pic.text      # draw()'s own total
+    loss.backward()
+    after = draw(loss, modules=net)
+    assert f"0 B held, {fmt_bytes(unique - pow_bytes)} freed" in after.text.splitlines()[1]
+
+
+def test_parts_called_one_by_one_are_one_box_each():
+    """Notebook 02 calls net.trunk, net.cat and net.car itself (the model is never called): each
+    part is a box. After loss_car.backward() the trunk and the car head are freed, the cat head
+    is held: the picture of why loss_cat.backward() still works and a third would not."""
+    torch.manual_seed(0)
+    net = CatCarNet()
+    x, y = make_images(8, seed=0)
+    with record_modules(net):
+        feats = net.trunk(x)
+        loss_cat = nn.functional.binary_cross_entropy_with_logits(net.cat(feats).squeeze(1), y[:, 0])
+        loss_car = nn.functional.binary_cross_entropy_with_logits(net.car(feats).squeeze(1), y[:, 1])
+    draw(loss_cat, loss_car, modules=net)
+    loss_car.backward()
+    pic = draw(loss_cat, loss_car, modules=net)
+    assert pic.form == "calls" and text_px(pic) >= 9
+    boxes = dict(re.findall(r"<B>(\w+): Sequential</B></TD></TR><TR><TD COLSPAN=\"2\" ALIGN=\"LEFT\">"
+                            r"<FONT POINT-SIZE=\"10\">\d+ saved, ([^<]*)</FONT>", pic.dot))
+    assert list(boxes) == ["trunk", "cat", "car"]
+    assert boxes["trunk"].startswith("0 B held, ") and boxes["car"].startswith("0 B held, ")
+    assert "freed" not in boxes["cat"]
+    assert "shared: one buffer, several slots" in pic.dot       # the boxes mark shared slots: explained
+
+
+class MultiHead(nn.Module):
+    """A trunk and `heads` heads, one loss each: the heads, and their losses, side by side."""
+
+    def __init__(self, heads):
+        super().__init__()
+        self.trunk = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 32), nn.ReLU())
+        self.heads = nn.ModuleList([nn.Sequential(nn.Linear(32, 16), nn.ReLU(), nn.Linear(16, 1))
+                                    for _ in range(heads)])
+
+    def forward(self, x):
+        feats = self.trunk(x)
+        return [head(feats).squeeze(1) for head in self.heads]
+
+
+@pytest.mark.parametrize("heads", [4, 6])
+def test_a_trunk_with_many_heads_reads_with_its_branches_stacked(heads):
+    torch.manual_seed(0)
+    net = MultiHead(heads)
+    with record_modules(net):
+        outs = net(torch.randn(8, 16))
+    y = torch.rand(8, heads)
+    loss = sum(nn.functional.binary_cross_entropy_with_logits(o, y[:, i]) for i, o in enumerate(outs))
+    pic = draw(loss, modules=net)
+    side_by_side = svg_width_pt(render.svg_from_dot(pic.overview(False)))
+    assert side_by_side > READABLE_WIDTH_PT                  # one box per call, branches side by side
+    assert pic.form == "calls" and svg_width_pt(pic.svg) <= READABLE_WIDTH_PT and text_px(pic) >= 9
+    assert pic.dot == pic.overview(True) and "[style=invis]" in pic.dot

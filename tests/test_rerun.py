@@ -21,9 +21,9 @@ Each notebook is its own test class, so `--dist loadscope` spreads the notebooks
 import re
 
 import nbformat
-from nbclient import NotebookClient
 
 from scripts import notebooks
+from scripts.regen import client as notebook_client
 
 NOTEBOOKS = notebooks()
 RAISES, FAILS_ON_RERUN = "raises-exception", "fails-on-rerun"
@@ -81,8 +81,7 @@ def judge(cells, i, first, error, run: str):
 def rerun_failures(path):
     """(failures when each cell runs twice, failures on the Run All that follows)."""
     nb = nbformat.read(path, as_version=4)
-    client = NotebookClient(nb, timeout=600, kernel_name="python3", allow_errors=True,
-                            record_timing=False, resources={"metadata": {"path": str(path.parent)}})
+    client = notebook_client(nb, path.parent, allow_errors=True)
     code = [i for i, c in enumerate(nb.cells) if c.cell_type == "code"]
     first, twice, run_all = {}, [], []
     with client.setup_kernel():

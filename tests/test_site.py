@@ -79,14 +79,7 @@ def going_deeper_headings(nb) -> list[str]:
     """The text of every Going deeper heading in the notebook's markdown (scripts/lengths.py's rule)."""
     from scripts import lengths
 
-    found = []
-    for cell in nb.cells:
-        if cell.cell_type == "markdown":
-            for line, is_text in lengths.outside_fences(cell.source.splitlines()):
-                m = lengths.HEADING.match(line) if is_text else None
-                if m and lengths.GOING_DEEPER.match(m.group(2)):
-                    found.append(m.group(2))
-    return found
+    return [p.heading for _, pieces in lengths.sections(nb) for p in pieces if p.opens == "deeper"]
 
 
 def test_going_deeper_sections_and_check_cell_code_are_folded_outputs_are_not(site):

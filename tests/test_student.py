@@ -114,11 +114,10 @@ def test_clear_all_leaves_no_output(tmp_path):
 
 @pytest.mark.parametrize("name", [p.name for p in NOTEBOOKS])
 def test_student_notebook_runs_in_a_fresh_kernel(edition, name):
-    from nbclient import NotebookClient
+    from scripts.regen import client  # here, not at the top: nbclient's import is slow for every worker
 
     nb = nbformat.read(edition / name, as_version=4)
-    NotebookClient(nb, timeout=300, kernel_name="python3", allow_errors=True,
-                   resources={"metadata": {"path": str(edition)}}).execute()
+    client(nb, edition, allow_errors=True).execute()
     sk = skeleton.classify(nb)
     for cell in nb.cells:
         errors = [o for o in cell.get("outputs", []) if o.output_type == "error"]

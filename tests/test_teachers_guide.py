@@ -1,10 +1,13 @@
 """docs/teachers_guide.md is generated (scripts/teachers_guide.py): in sync with the notebooks,
 every notebook has its teaching notes, the homework exercises exist, the minutes are the length
 script's, and the suggested sessions fit their periods."""
+import pathlib
 import re
 
 from scripts import handout, lengths, nav, skeleton
 from scripts import teachers_guide as tg
+
+TITLES = {p.name[:2]: nav.info(p)[1]["title"] for p in nav.notebooks()}
 
 
 def test_guide_is_in_sync():
@@ -19,10 +22,19 @@ def test_every_notebook_has_notes_and_its_homework_exists():
         assert len(note["questions"]) == 2 and all(q and a for q, a in note["questions"]) and note["stuck"]
 
 
-def test_minutes_are_the_length_scripts():
-    text = tg.GUIDE.read_text()
+def test_minutes_are_the_length_scripts(monkeypatch):
+    """The guide reads each notebook's minutes from scripts/lengths.py when it is generated: with
+    made-up lengths, the table, each notebook's section and the session plans show those."""
+    fake = {p.name[:2]: 31 + 2 * k for k, p in enumerate(nav.notebooks())}     # made up: 31, 33, ... minutes
+    monkeypatch.setattr(lengths, "core_minutes", lambda path: fake[pathlib.Path(path).name[:2]])
+    text = tg.guide()
     rows = dict(re.findall(r"^\| \[(\d\d) · [^\]]+\]\([^)]+\) \| (\d+) \|", text, re.M))
-    assert rows == {p.name[:2]: str(lengths.core_minutes(p)) for p in nav.notebooks()}
+    assert rows == {n: str(m) for n, m in fake.items()}
+    for n, m in fake.items():
+        assert re.search(rf"^## \[{n} · .*\n\n\*.*\* Core path: \*\*{m} min\*\*\.$", text, re.M), n
+    for length, count in ((90, 1), (45, 3)):               # the plans are made from the same minutes
+        for line in tg.session_text(*tg.plan(fake, length, count), length, TITLES):
+            assert line in text.splitlines(), line
 
 
 def test_sessions_fit_their_period_and_keep_the_course_order():

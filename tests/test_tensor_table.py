@@ -76,9 +76,9 @@ def test_block_that_raises_records_no_after_state():
 
 @pytest.mark.parametrize("bad, text", [
     ({}, "at least one tensor"),
-    ([torch.ones(1)], "dict"),
-    ({"x": 3.0}, "not a torch.Tensor"),
-    ({1: torch.ones(1)}, "must be strings"),
+    ([torch.ones(1)], r"at_a_glance's names must be a dict \{name: tensor\}, like at_a_glance\(\{'x'.*; got a list"),
+    ({"x": 3.0}, r"at_a_glance's names\['x'\] is a float, not a torch.Tensor"),
+    ({1: torch.ones(1)}, r"at_a_glance's names must map a name \(str\) to a tensor; got key 1\."),
 ])
 def test_bad_input_is_explained(bad, text):
     with pytest.raises(GraphInputError, match=text):
