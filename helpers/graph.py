@@ -81,12 +81,25 @@ def svg_width_pt(svg: str) -> float:
     return float(m.group(1)) if m else 0.0
 
 
+OUTPUT_PX, MIN_TEXT_PX = 860, 9.0
+
+
+def smallest_text_px(svg: str) -> float:
+    """How tall the smallest text of a Graphviz SVG is, in px, shown at most OUTPUT_PX wide (its
+    width in pt x 4/3 px): tests/test_readability.py's rule, for a picture not yet in a notebook."""
+    width = svg_width_pt(svg)
+    sizes = [float(v) for v in re.findall(r'font-size="([\d.]+)"', svg)]
+    if not width or not sizes:
+        return float("inf")
+    return min(sizes) * min(width * 4 / 3, OUTPUT_PX) / width
+
+
 class Picture:
     """Something that shows as SVG in JupyterLab and as stable text elsewhere.
 
     alternative: DOT sources of pictures to stack, one above the other, instead (before above
-    after), used when the first one lays out wider than READABLE_WIDTH_PT and that is narrower.
-    `dot` is then the sources actually drawn, and `stacked` is True.
+    after), used when the first one's smallest text is under MIN_TEXT_PX at notebook width and
+    that is narrower. `dot` is then the sources actually drawn, and `stacked` is True.
     """
 
     def __init__(self, dot_source: str, text: str, alternative: tuple[str, ...] | None = None):
@@ -100,7 +113,7 @@ class Picture:
     def svg(self) -> str:
         if self._svg is None:
             svg = render.svg_from_dot(self.dot)
-            if self.alternative is not None and svg_width_pt(svg) > READABLE_WIDTH_PT:
+            if self.alternative is not None and smallest_text_px(svg) < MIN_TEXT_PX:
                 other = render.stack_svgs([render.svg_from_dot(d) for d in self.alternative])
                 if svg_width_pt(other) < svg_width_pt(svg):
                     svg, self.stacked = other, True

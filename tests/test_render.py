@@ -438,3 +438,24 @@ def test_only_a_plain_transpose_of_a_leaf_is_folded():
     assert not render.folded_transposes(snapshot((x @ wt).sum() + wt.sum()))        # two users
     assert not render.folded_transposes(snapshot((x @ (w * 2).t()).sum()))         # not of a leaf
     assert not render.folded_transposes(snapshot(w.t()))                            # no user
+
+
+def test_a_pair_stays_side_by_side_while_its_text_reads_at_notebook_width():
+    """Notebook 01's first pair: with 'before' boxes as wide as 'after' ones it is 892 pt side by
+    side, over 860 pt, yet its smallest text (10 pt) is 9.6 px at 860 px: it stays side by side,
+    where before and after compare at a glance. Stacking is for text under 9 px (the rule of
+    tests/test_readability.py, which smallest_text_px follows)."""
+    from test_readability import svg_text_px
+
+    from helpers.graph import MIN_TEXT_PX, READABLE_WIDTH_PT, smallest_text_px, svg_width_pt, watch
+
+    torch.manual_seed(0)
+    a = torch.rand(1, 4, requires_grad=True)
+    b = a ** 2
+    c = b * 2
+    d, e = c.mean(), c.sum()
+    with watch(d, e, names={"a": a, "b": b, "c": c, "d": d, "e": e}, label="d.backward()") as w:
+        d.backward()
+    svg = w.picture.svg
+    assert not w.picture.stacked and svg_width_pt(svg) > READABLE_WIDTH_PT
+    assert smallest_text_px(svg) == pytest.approx(svg_text_px(svg)[0]) and smallest_text_px(svg) >= MIN_TEXT_PX
