@@ -565,18 +565,32 @@ def to_dot(snap: Snapshot, title=None, highlight=(), marks: Marks = NO_MARKS,
     sizes: box sizes shared with related pictures (box_sizes); entries: the legend's entries
     when they are shared too (a stepper's frames), else this picture's own. fold=False draws
     every TBackward0 as a box (for the benchmark)."""
-    g = new_digraph(title)
+    framed = bool(title and legend and sizes is not None)
+    g = new_digraph(None if framed else title)
     add_snapshot(g, snap, highlight=highlight, marks=marks, grouping=grouping, refs=refs, sizes=sizes,
                  fold=fold)
+    if framed:   # one of a set: the title labels an unframed cluster of everything, as wide in
+        # every picture of the set (no invisible edges to place it, as in a stacked pair)
+        g.body.insert(0, "\tsubgraph cluster_title {\n\t\tlabel=" + title_label(title, sizes.get("title"))
+                      + " labelloc=t labeljust=l peripheries=0 margin=0\n")
+        g.body.append("\t}\n")
     if legend:
         marks = replace(marks, highlight=frozenset(highlight) | marks.highlight)
         if entries is None:
             entries = features([snap], marks, grouping)
         g.attr(label=legend_label(entries, extra=marks.legend), labelloc="b", labeljust="l")
-        if title:   # the title goes on top, as a node: the graph label holds the legend
+        if title and not framed:   # the title goes on top, as a node: the graph label holds the legend
             g.body.insert(0, _title_line(title, size=(sizes or {}).get("title")))
             _above_all(g.body, "title", snap, "")
     return g.source
+
+
+def title_label(title: str, size=None) -> str:
+    """A picture's title as an HTML label, left-aligned in `size`'s width (points) when given,
+    so the titles of a set of pictures take the same room."""
+    width = f' WIDTH="{size[0]}"' if size else ""
+    return (f'<<TABLE BORDER="0" CELLSPACING="0" CELLPADDING="0"{width}><TR><TD ALIGN="LEFT">'
+            f'<FONT POINT-SIZE="12"><B>{esc(title)}</B></FONT></TD></TR></TABLE>>')
 
 
 def _above_all(body: list, node: str, snap: Snapshot, prefix: str) -> None:
@@ -613,15 +627,12 @@ def stacked_dots(left: Snapshot, right: Snapshot, titles=("before", "after"),
     under it; the legend apart keeps a legend wider than the graph from re-centring 'after'.
     sizes: box sizes shared by both (pair_sizes)."""
     dots = []
-    width = (sizes or {}).get("title", (0, 0))[0]
     for snap, title, m in ((left, titles[0], NO_MARKS), (right, titles[1], marks)):
         g = new_digraph()
         add_snapshot(g, snap, marks=m, sizes=sizes)
         # the title as the graph's label, both as wide: a title node above every source would
         # take invisible edges to each (10x the layout time of a transformer's picture)
-        g.attr(label=f'<<TABLE BORDER="0" CELLSPACING="0" CELLPADDING="0" WIDTH="{width}"><TR><TD ALIGN="LEFT">'
-                     f'<FONT POINT-SIZE="12"><B>{esc(title)}</B></FONT></TD></TR></TABLE>>',
-               labelloc="t", labeljust="l")
+        g.attr(label=title_label(title, (sizes or {}).get("title")), labelloc="t", labeljust="l")
         dots.append(g.source)
     legend = new_digraph()
     legend.node("legend", legend_label(features([left, right], marks)), shape="plaintext", margin="0")

@@ -225,7 +225,7 @@ def test_every_frame_draws_each_node_in_the_same_place():
     s = step_through(lambda: loss_car.backward(), loss_cat, loss_car, names=names)
     dots = [s.dot(i) for i in range(len(s.frames))]
     places = [node_places(d) for d in dots]
-    assert len(places) == 12 and len(places[0]) == 19          # 18 boxes and the title
+    assert len(places) == 12 and len(places[0]) == 18          # 18 boxes (the title: a cluster label)
     assert all(p == places[0] for p in places)
     legends = {re.search(r"label=<<TABLE BORDER=\"0\" CELLBORDER=\"0\" CELLSPACING=\"3\".*?</TABLE>>", d).group(0) for d in dots}
     assert len(legends) == 1 and "saved tensor FREED by backward" in legends.pop()
