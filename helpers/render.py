@@ -197,7 +197,7 @@ def _summary_label(snap: Snapshot) -> str:
     return (f'<<TABLE BORDER="1" CELLBORDER="0" COLOR="{FREED}" STYLE="dashed">'
             f"<TR><TD><B>... {more:,}{plus} more nodes not drawn</B></TD></TR>"
             f'<TR><TD><FONT POINT-SIZE="10">{esc(kinds)}</FONT></TD></TR>'
-            f'<TR><TD><FONT POINT-SIZE="10">draw(..., max_nodes=N) draws more</FONT></TD></TR></TABLE>>')
+            f'<TR><TD><FONT POINT-SIZE="10">a larger max_nodes=N draws more</FONT></TD></TR></TABLE>>')
 
 
 def _above_label(above) -> str:
@@ -565,13 +565,14 @@ def to_dot(snap: Snapshot, title=None, highlight=(), marks: Marks = NO_MARKS,
     sizes: box sizes shared with related pictures (box_sizes); entries: the legend's entries
     when they are shared too (a stepper's frames), else this picture's own. fold=False draws
     every TBackward0 as a box (for the benchmark)."""
-    framed = bool(title and legend and sizes is not None)
+    framed = bool(title and legend)
     g = new_digraph(None if framed else title)
     add_snapshot(g, snap, highlight=highlight, marks=marks, grouping=grouping, refs=refs, sizes=sizes,
                  fold=fold)
-    if framed:   # one of a set: the title labels an unframed cluster of everything, as wide in
-        # every picture of the set (no invisible edges to place it, as in a stacked pair)
-        g.body.insert(0, "\tsubgraph cluster_title {\n\t\tlabel=" + title_label(title, sizes.get("title"))
+    if framed:   # the title labels an unframed cluster of everything (the graph's label holds the
+        # legend), as wide in every picture of a set: no title node with invisible edges to every
+        # source, which made big graphs slow to lay out
+        g.body.insert(0, "\tsubgraph cluster_title {\n\t\tlabel=" + title_label(title, (sizes or {}).get("title"))
                       + " labelloc=t labeljust=l peripheries=0 margin=0\n")
         g.body.append("\t}\n")
     if legend:
@@ -579,9 +580,6 @@ def to_dot(snap: Snapshot, title=None, highlight=(), marks: Marks = NO_MARKS,
         if entries is None:
             entries = features([snap], marks, grouping)
         g.attr(label=legend_label(entries, extra=marks.legend), labelloc="b", labeljust="l")
-        if title and not framed:   # the title goes on top, as a node: the graph label holds the legend
-            g.body.insert(0, _title_line(title, size=(sizes or {}).get("title")))
-            _above_all(g.body, "title", snap, "")
     return g.source
 
 

@@ -482,9 +482,19 @@ def test_draw_steps_of_a_long_loop_is_drawn_where_the_steps_meet_and_reads():
     # a node of step 1 feeds a node of step 2 in the picture: the place the steps meet
     assert any(pic.steps.get(a) == 1 and pic.steps.get(b) == 2 for a, b in snap.edges)
     assert pic.saved_states_by_step()[1]["freed"] > 0 and pic.saved_states_by_step()[2]["freed"] == 0
-    # the graph drawn whole, as before: unreadable
+    # the graph drawn whole, as before: unreadable at notebook width, its text too small or the
+    # picture taller than two screens (modules.SCREEN_PX), where the focused one is neither
+    from helpers.modules import SCREEN_PX
+
+    def shown_height_px(svg):
+        px, shown = svg_text_px(svg)
+        w, h = (float(v) for v in re.search(r'<svg width="([\d.]+)pt" height="([\d.]+)pt"', svg).groups())
+        return px, h * 4 / 3 * shown / (w * 4 / 3)
+
     whole = draw_steps(loss, clock=clock, names=ns, focus=loss)
-    assert whole.snapshot.above is None and svg_text_px(whole.svg)[0] < MIN_TEXT_PX
+    px, tall = shown_height_px(whole.svg)
+    assert whole.snapshot.above is None and (px < MIN_TEXT_PX or tall > SCREEN_PX)
+    assert shown_height_px(pic.svg)[1] <= SCREEN_PX
 
 
 def test_draw_steps_takes_a_focus_and_draws_small_graphs_whole():
