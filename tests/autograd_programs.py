@@ -51,6 +51,18 @@ def cat_car():
     return loss_cat, loss_car, names
 
 
+def two_losses():
+    """Notebook 03's two losses on one h = tanh(x @ W), after loss1.backward(retain_graph=True):
+    (loss1, loss2, names)."""
+    x = torch.tensor([[1.0, -0.5, 2.0]])
+    W = torch.tensor([[0.2, -0.1], [0.4, 0.3], [-0.3, 0.5]], requires_grad=True)
+    a = torch.tensor([1.5, -2.0], requires_grad=True)
+    h = (x @ W).tanh()
+    loss1, loss2 = (h * a).sum(), (h ** 2).sum()
+    loss1.backward(retain_graph=True)
+    return loss1, loss2, {"x": x, "W": W, "a": a, "h": h, "loss1": loss1, "loss2": loss2}
+
+
 def node_places(source: str) -> dict:
     """{node name: (left, top, width, height)} in points, as laid out by helpers.render's engine:
     the box's top-left corner measured from the top-left of its innermost cluster, or of the

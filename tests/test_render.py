@@ -8,7 +8,7 @@ import sys
 
 import pytest
 import torch
-from autograd_programs import cat_car, node_places, seed_graph
+from autograd_programs import cat_car, node_places, seed_graph, two_losses
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -334,13 +334,7 @@ def test_03_pair_after_loss2_keeps_its_layout():
     """Notebook 03's two-loss example after loss2.backward() (W's grad grows, the trunk frees)."""
     from helpers.graph import watch
 
-    x = torch.tensor([[1.0, -0.5, 2.0]])
-    W = torch.tensor([[0.2, -0.1], [0.4, 0.3], [-0.3, 0.5]], requires_grad=True)
-    a = torch.tensor([1.5, -2.0], requires_grad=True)
-    h = (x @ W).tanh()
-    loss1, loss2 = (h * a).sum(), (h ** 2).sum()
-    loss1.backward(retain_graph=True)
-    names = {"x": x, "W": W, "a": a, "h": h, "loss1": loss1, "loss2": loss2}
+    loss1, loss2, names = two_losses()
     with watch(loss1, loss2, names=names, label="loss2.backward()") as w:
         loss2.backward()
     marks = render.Marks(ran=w.picture.ran)
