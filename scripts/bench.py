@@ -393,12 +393,23 @@ def pair_cases():
     """Related pictures drawn as one set: (label, make() -> [(snapshot, marks)], kind, titles);
     kind 'pair' (side by side, and stacked when too wide, as ComparePicture does) or 'frames'."""
     import torch
+    import torch.nn.functional as F
     from torch import nn
 
     from helpers.graph import watch
+    from helpers.multitask import CatCarNet, make_images
     from helpers.render import Marks
     from helpers.stepper import step_through
-    from tests.autograd_programs import cat_car, two_losses  # the programs the layout tests check
+
+    def cat_car():
+        x, y = make_images(8, seed=0)
+        torch.manual_seed(0)
+        net = CatCarNet(channels=2, convs=1, fcs=1)
+        feats = net.trunk(x[:4])
+        loss_cat = F.binary_cross_entropy_with_logits(net.cat(feats).squeeze(1), y[:4, 0])
+        loss_car = F.binary_cross_entropy_with_logits(net.car(feats).squeeze(1), y[:4, 1])
+        loss_cat.backward(retain_graph=True)
+        return loss_cat, loss_car, dict(net.named_parameters()) | {"feats": feats}
 
     def pair(w):
         return [(w.before, Marks()), (w.after, Marks(ran=w.picture.ran))]
@@ -410,8 +421,13 @@ def pair_cases():
         return pair(w)
 
     def nb03():
-        loss1, loss2, names = two_losses()
-        with watch(loss1, loss2, names=names) as w:
+        x = torch.tensor([[1.0, -0.5, 2.0]])
+        W = torch.tensor([[0.2, -0.1], [0.4, 0.3], [-0.3, 0.5]], requires_grad=True)
+        a = torch.tensor([1.5, -2.0], requires_grad=True)
+        h = (x @ W).tanh()
+        loss1, loss2 = (h * a).sum(), (h ** 2).sum()
+        loss1.backward(retain_graph=True)
+        with watch(loss1, loss2, names={"W": W, "a": a, "h": h}) as w:
             loss2.backward()
         return pair(w)
 
