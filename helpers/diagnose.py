@@ -268,9 +268,10 @@ def why_backward_failed(what=None, *, names=None, max_nodes: int = 30) -> Diagno
     what: nothing (the last error of this session, `sys.last_value`), the exception, or the
     tensor whose backward() failed. names: {name: object} to look through for the tensor that
     carries the old graph; in IPython the user namespace is used by default.
-    max_nodes: a graph of at most this many nodes is drawn whole; a larger one is drawn around
-    the stop (the last nodes of the path from the loss, the stop, what feeds it: up to max_nodes
-    nodes), the rest counted in one box. The analysis always sees the whole graph.
+    max_nodes: a graph of at most this many nodes that fits the notebook's width is drawn whole;
+    otherwise the picture is drawn around the stop (the last nodes of the path from the loss, the
+    stop, what feeds it: at most AROUND_NODES, or max_nodes if fewer), the rest counted in one
+    box. The analysis always sees the whole graph.
     Returns a `Diagnosis` that shows as text and a picture. Never raises for bad input.
     """
     try:

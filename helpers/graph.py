@@ -209,6 +209,10 @@ def draw(*roots, names=None, title=None, max_nodes=300, modules=None, focus=None
     """
     if expand is not None and modules is None:
         raise GraphInputError("expand= opens module calls: it needs modules=model too.")
+    if not (expand is None or expand is True or isinstance(expand, str)
+            or (isinstance(expand, (list, tuple)) and all(isinstance(e, str) for e in expand))):
+        raise GraphInputError(f"expand= takes True (every op) or module paths such as ['cat'], "
+                              f"not {type(expand).__name__} {expand!r}.")
     if modules is not None:
         from .modules import grouped_picture
 

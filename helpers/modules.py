@@ -376,7 +376,7 @@ def grouped_picture(roots, names=None, title=None, max_nodes=300, modules=None, 
         full, boxes, box_edges, box_parent, runs = snap, {}, [], {}, []
     del ids
     runs_drawn = Collapsed(snap, boxes, box_edges, box_parent)
-    text = module_table(full, groups, runs) + "\n" + describe(full)
+    text = (f"{title}\n" if title else "") + module_table(full, groups, runs) + "\n" + describe(full)
     detail = None if expand not in (None, True) else render.to_dot(
         snap, title, grouping=_detail_grouping(full, groups, runs_drawn, param_names))
     owned = {n for g in groups.values() for n in g.nodes}

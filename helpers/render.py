@@ -205,7 +205,7 @@ def _above_label(above) -> str:
     return (f'<<TABLE BORDER="1" CELLBORDER="0" COLOR="{CLUSTER}" STYLE="dashed">'
             f"<TR><TD><B>{esc(above.headline())}</B></TD></TR>"
             f'<TR><TD><FONT POINT-SIZE="10">{esc(above.kinds(shown=3))}</FONT></TD></TR>'
-            f'<TR><TD><FONT POINT-SIZE="10">not drawn (focus=): draw without focus= shows them</FONT></TD></TR>'
+            f'<TR><TD><FONT POINT-SIZE="10">not drawn here, only counted</FONT></TD></TR>'
             "</TABLE>>")
 
 

@@ -601,11 +601,11 @@ class _TwoHeads(nn.Module):
         return self.left(x) * self.right(x)
 
 
-LAYERS = ["linear", "relu", "tanh", "sigmoid", "linear_nobias"]
+MODULE_LAYERS = ["linear", "relu", "tanh", "sigmoid", "linear_nobias"]
 
 
 def layer_specs(depth=2):
-    leaf = st.sampled_from(LAYERS)
+    leaf = st.sampled_from(MODULE_LAYERS)
     if depth == 0:
         return leaf
     inner = st.lists(layer_specs(depth - 1), min_size=1, max_size=3)

@@ -204,7 +204,7 @@ def test_resnet_and_transformer_read_at_notebook_width():
     assert "&#215;4 Block: 1 &#8230; 4, the same ops each" in pic.dot
     assert re.search(r"each: 18 saved, as listed; all 4: 72 saved, [\d.]+ KiB held", pic.dot)
     enc, loss = transformer(6)
-    for kw in ({}, {"max_nodes": 80}):                      # 08 draws max_nodes=80
+    for kw in ({}, {"max_nodes": 80}):                      # 08 draws the default
         ops = draw(loss, modules=enc, expand=True, **kw)    # narrow, but several screens tall
         assert svg_width_pt(ops.svg) <= READABLE_WIDTH_PT and shown_px(ops.svg)[1] > SCREEN_PX
         pic = draw(loss, modules=enc, **kw)
@@ -306,3 +306,23 @@ def test_a_trunk_with_many_heads_reads_with_its_branches_stacked(heads):
     assert side_by_side > READABLE_WIDTH_PT                  # one box per call, branches side by side
     assert pic.form == "calls" and svg_width_pt(pic.svg) <= READABLE_WIDTH_PT and text_px(pic) >= 9
     assert pic.dot == pic.overview(True) and "[style=invis]" in pic.dot
+
+
+def test_a_title_heads_the_text_form_of_a_module_picture():
+    """draw(title=...) puts the title first in the text nbval compares, with modules= too."""
+    m = torch.nn.Sequential(torch.nn.Linear(2, 3), torch.nn.ReLU(), torch.nn.Linear(3, 1))
+    with record_modules(m):
+        loss = m(torch.randn(4, 2)).sum()
+    assert draw(loss, modules=m, title="the small net").text.splitlines()[0] == "the small net"
+    assert draw(loss, modules=m).text.splitlines()[0] != "the small net"
+
+
+@pytest.mark.parametrize("bad", [False, 5, 1, {"cat": 1}, ["cat", 2]])
+def test_expand_takes_true_or_module_paths_and_says_so(bad):
+    from helpers.snapshot import GraphInputError
+
+    m = torch.nn.Sequential(torch.nn.Linear(2, 3), torch.nn.ReLU(), torch.nn.Linear(3, 1))
+    with record_modules(m):
+        loss = m(torch.randn(4, 2)).sum()
+    with pytest.raises(GraphInputError, match=r"expand= takes True \(every op\) or module paths"):
+        draw(loss, modules=m, expand=bad)
