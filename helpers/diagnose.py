@@ -95,7 +95,8 @@ def _step_start(root_fn, ops: list):
 class _Graph:
     """The graph behind the failed root as the walk recorded it (helpers.walk.snapshot_with_ids,
     once, up to walk.COUNT_LIMIT): its snapshot and the node <-> id maps. Reachability and
-    paths are read from the snapshot's ids, so the live graph is walked only that once."""
+    paths are read from the snapshot's ids; only `feeds` and the candidate pictures (drawn
+    around the stop) walk live nodes again."""
 
     def __init__(self, snap: Snapshot, ids: dict):
         self.snap, self.ids = snap, ids

@@ -70,9 +70,10 @@ def _label(snap, node_id):
     return t.name if t is not None else node_id
 
 
-# A picture wider than this is scaled down in a notebook's ~860 px output area until its
-# smallest text (9 pt) is under 9 px (tests/test_readability.py): 1 pt = 4/3 px, so
-# 9 pt x 4/3 x 860 px / (width pt x 4/3) >= 9 px  <=>  width <= 860 pt.
+# A picture up to this wide shows 9 pt text at >= 9 px in a notebook's ~860 px output area
+# (tests/test_readability.py): 1 pt = 4/3 px, so 9 pt x 4/3 x 860 px / (width pt x 4/3) >= 9 px
+# <=> width <= 860 pt. The graphs' smallest font is 10 pt, so it is a safe bound for them:
+# diagnose and module pictures use it; a pair decides by its measured smallest text instead.
 READABLE_WIDTH_PT = 860
 
 

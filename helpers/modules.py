@@ -735,7 +735,9 @@ class ModulePicture(GraphPicture):
                 if self.overview is not None and (width > READABLE_WIDTH_PT or height > SCREEN_PX):
                     dot, other = self._overview_svg()
                     w, h = shown_px(other)
-                    if w < width if width > READABLE_WIDTH_PT else (w <= READABLE_WIDTH_PT and h < height):
+                    too_wide = width > READABLE_WIDTH_PT
+                    better = w < width if too_wide else (w <= READABLE_WIDTH_PT and h < height)
+                    if better:
                         svg, self.dot, self._form = other, dot, "calls"
             self._svg = svg
         return self._svg

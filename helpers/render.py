@@ -468,9 +468,8 @@ def sized(line: str, size: tuple[int, int]) -> str:
 _BORDER = re.compile(r'<TABLE [^>]*?BORDER="(\d+)" CELLBORDER="0" CELLSPACING="0"')
 
 
-def _title_line(title: str, node: str = "title", size=None) -> str:
-    wh = "" if size is None else f" width={size[0] / 72} height={size[1] / 72}"
-    return f"\t{node} [label=<<B>{esc(title)}</B>> shape=plaintext fontsize=12{wh}]\n"
+def _title_line(title: str, node: str) -> str:
+    return f"\t{node} [label=<<B>{esc(title)}</B>> shape=plaintext fontsize=12]\n"
 
 
 # --------------------------------------------------------------------------------
@@ -591,18 +590,11 @@ def title_label(title: str, size=None) -> str:
             f'<FONT POINT-SIZE="12"><B>{esc(title)}</B></FONT></TD></TR></TABLE>>')
 
 
-def _above_all(body: list, node: str, snap: Snapshot, prefix: str) -> None:
-    """Invisible edges from `node` to every node with no input: `node` sits on top."""
-    targets = {oid for oid, op in snap.ops.items() if not op.inputs}
-    targets |= {t.id for t in snap.tensors.values() if t.role is Role.LEAF}
-    body.extend(f"\t{node} -> {prefix}{t} [style=invis]\n" for t in sorted(targets))
-
-
 def pair_dot(left: Snapshot, right: Snapshot, titles=("before", "after"), marks: Marks = NO_MARKS,
-             stacked: bool = False, sizes=None) -> str:
-    """Both snapshots in one layout, as two clusters: side by side, or (stacked=True) the
-    first above the second. `marks` apply to the second (the nodes a backward call ran).
-    sizes: box sizes shared by both (pair_sizes)."""
+             sizes=None) -> str:
+    """Both snapshots in one layout, side by side, as two clusters (stacked_dots stacks them).
+    `marks` apply to the second (the nodes a backward call ran). sizes: box sizes shared by
+    both (pair_sizes)."""
     g = new_digraph()
     g.attr(label=legend_label(features([left, right], marks)), labelloc="b", labeljust="l")
     for key, snap, title, m in (("L", left, titles[0], NO_MARKS), ("R", right, titles[1], marks)):
@@ -610,11 +602,6 @@ def pair_dot(left: Snapshot, right: Snapshot, titles=("before", "after"), marks:
             sub.attr(label=f"<<B>{esc(title)}</B>>", labelloc="t", fontsize="13", style="rounded",
                      color="#999999")
             add_snapshot(sub, snap, prefix=key + "_", marks=m, sizes=sizes)
-    if stacked:   # every node of the second below every node of the first
-        sinks = _sinks(left)
-        g.body.append("\tstack [shape=point style=invis width=0 height=0]\n")
-        g.body.extend(f"\tL_{s} -> stack [style=invis]\n" for s in sinks)
-        _above_all(g.body, "stack", right, "R_")
     return g.source
 
 
@@ -676,11 +663,6 @@ def stack_svgs(svgs: list[str], gap_pt: float = 12.0) -> str:
             f'<svg width="{width:.0f}pt" height="{height:.0f}pt" viewBox="0.00 0.00 {width:.2f} {height:.2f}" '
             'xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink">\n'
             + "\n".join(parts) + "\n</svg>\n")
-
-
-def _sinks(snap: Snapshot) -> list[str]:
-    has_out = {a for a, _ in snap.edges}
-    return [n for n in [*snap.ops, *snap.tensors] if n not in has_out]
 
 
 # --------------------------------------------------------------------------------

@@ -408,7 +408,8 @@ class _Walk:
         self.edge_set: set[tuple[str, str]] = set()   # membership for snap.edges (a list, in discovery order)
         self.cut_set: set[str] = set()
         self.focus: list | None = None     # with focus=: [(tensor or node, its node, its name)]
-        self.above = None                  # with focus=: (nodes not under it, those above it, capped)
+        self.above = None                  # with focus=: (rest, above, extra_leaves, capped), live nodes;
+                                           # counted into snap.above (an AboveFocus), then dropped
 
     def _full(self) -> bool:
         return len(self.snap.ops) + len(self.leaf_box) >= self.max_nodes
