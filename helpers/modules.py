@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import torch
 
 from . import render
-from .graph import READABLE_WIDTH_PT, GraphPicture, Picture, describe
+from .graph import OUTPUT_PX, READABLE_WIDTH_PT, GraphPicture, Picture, describe
 from .snapshot import GraphInputError, Role, SavedState, Snapshot, fmt_bytes, fmt_shape
 from .trace import next_sequence_nr
 from .walk import COUNT_LIMIT, snapshot_with_ids
@@ -195,27 +195,11 @@ class _Group:
 
 
 def _saved_totals(snap: Snapshot, node_ids) -> dict:
-    """{"n": saved tensor slots, "held": bytes, "freed": bytes} of the ops among `node_ids`.
-    A buffer several of these slots hold (a ReLU's result that the next Linear saved as mat1)
-    counts once, at the largest size a slot shows of it, as Snapshot.unique_bytes_by_state."""
-    out = {"n": 0, "held": 0, "freed": 0}
-    buffers: dict = {}                  # (state, storage) -> largest size a slot shows of it
-    for nid in node_ids:
-        op = snap.ops.get(nid)
-        for s in (op.saved if op is not None else ()):
-            if not s.is_tensor:
-                continue
-            out["n"] += 1
-            if s.state not in (SavedState.HELD, SavedState.FREED):
-                continue
-            if s.storage is None:
-                out[s.state.value] += s.nbytes or 0
-            else:
-                key = (s.state, s.storage)
-                buffers[key] = max(buffers.get(key, 0), s.nbytes or 0)
-    for (state, _), nbytes in buffers.items():
-        out[state.value] += nbytes
-    return out
+    """{"n": saved tensor slots, "held": bytes, "freed": bytes} of the ops among `node_ids`,
+    a buffer several of them hold counted once (Snapshot.unique_bytes_by_state)."""
+    ops = list(node_ids)
+    unique = snap.unique_bytes_by_state(ops)
+    return {"n": sum(1 for _ in snap.saved_tensors(ops)), "held": unique["held"], "freed": unique["freed"]}
 
 
 def _money(t: dict) -> str:
@@ -681,7 +665,6 @@ def _item(what: str, s, shared: bool) -> str:
     return f'<FONT COLOR="{render.VALUE}">{render.esc(s.slot)}: unreadable</FONT>'
 
 
-OUTPUT_PX = 860      # JupyterLab's output width: a wider picture is scaled down to it
 SCREEN_PX = 1_800    # the op-by-op picture is kept up to about two screens tall, shown at 860 px
 
 

@@ -224,33 +224,34 @@ class Snapshot:
         return out[::-1]
 
     # -- summaries used by text, pictures, tests ---------------------------------
-    def saved_tensors(self):
-        for op in self.ops.values():
+    def saved_tensors(self, ops=None):
+        """(op, saved) for every saved tensor slot; ops: only those of these op ids."""
+        for op in (self.ops.values() if ops is None else (self.ops[i] for i in ops if i in self.ops)):
             for s in op.saved:
                 if s.is_tensor:
                     yield op, s
 
-    def bytes_by_state(self) -> dict[str, int]:
+    def bytes_by_state(self, ops=None) -> dict[str, int]:
         """{"held": bytes, "freed": bytes}, plus "unreadable" only when present (plain str keys)."""
         out = {"held": 0, "freed": 0}
-        for _, s in self.saved_tensors():
+        for _, s in self.saved_tensors(ops):
             out[s.state.value] = out.get(s.state.value, 0) + (s.nbytes or 0)
         return out
 
-    def shared_buffers(self) -> dict[tuple, list[tuple[Op, Saved]]]:
+    def shared_buffers(self, ops=None) -> dict[tuple, list[tuple[Op, Saved]]]:
         """{buffer: [(op, saved), ...]} for buffers two or more saved slots hold (per state:
         a freed slot's buffer is the one an earlier walk saw, and its memory may be reused)."""
         by: dict[tuple, list] = {}
-        for op, s in self.saved_tensors():
+        for op, s in self.saved_tensors(ops):
             if s.storage is not None and s.state in (SavedState.HELD, SavedState.FREED):
                 by.setdefault((s.state, s.storage), []).append((op, s))
         return {k: v for k, v in by.items() if len(v) > 1}
 
-    def unique_bytes_by_state(self) -> dict[str, int]:
+    def unique_bytes_by_state(self, ops=None) -> dict[str, int]:
         """bytes_by_state() with a buffer several slots hold counted once (at the largest
-        size a slot shows of it)."""
-        out = self.bytes_by_state()
-        for (state, _), slots in self.shared_buffers().items():
+        size a slot shows of it); ops: only the slots of these op ids (a module's share)."""
+        out = self.bytes_by_state(ops)
+        for (state, _), slots in self.shared_buffers(ops).items():
             sizes = [s.nbytes or 0 for _, s in slots]
             out[state.value] -= sum(sizes) - max(sizes)
         return out
