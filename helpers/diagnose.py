@@ -25,54 +25,32 @@ The picture: a small graph whole; a long loop's graph (an RNN over many time ste
 stop: the last nodes of the path from the loss, the stop, what feeds it, the rest counted in one
 box (`helpers.walk`'s focus=), so that it reads at notebook width.
 
-`StepClock` and `draw_steps` colour a graph's nodes by the training step that created them
-(a long loop's graph: around where the newest step uses an older step's graph).
+The seam with the picture engine: this module owns the analysis (what failed, which name
+carries it, the fix); helpers.diagnosis_picture owns the pictures (`stop_picture`, and
+`StepClock`/`draw_steps`, re-exported here). helpers.names owns where names are looked for.
 """
 from __future__ import annotations
 
 import html
-import itertools
 import re
 import sys
 
 import torch
 
 from . import render
-from .graph import READABLE_WIDTH_PT, Picture, describe, svg_width_pt
+from .diagnosis_picture import STOP_FILL, StepClock, draw_steps, is_leaf_node, seq, stop_picture  # noqa: F401 (re-exported)
+from .names import MAX_NAMES, named_tensors
 from .notebook import shell
 from .snapshot import GraphInputError, SavedState, Snapshot
-from .trace import next_sequence_nr
-from .walk import COUNT_LIMIT, check_max_nodes, nodes_under, snapshot_with_ids
+from .walk import COUNT_LIMIT, check_max_nodes, snapshot_with_ids
 
 FREED_TEXT = "Trying to backward through the graph a second time"
 
-# fills for "made by step k" (k = 1, 2, ...); index 0 is "before the loop". Chosen apart from
-# the leaf blue and the named-tensor green of helpers.render.
-STEP_FILLS = ("#d0d0d0", "#f6c8c0", "#fff0a8", "#e4d0f5", "#c9e7e0", "#f7dcbf")
-STEP_WORDS = ("grey", "red", "yellow", "purple", "teal", "orange")
-OLD_FILL, NEW_FILL = "#f6c8c0", "#fff0a8"      # diagnosis: earlier steps / this step
-STOP_FILL = "#ff9f1c"                           # diagnosis: the node where backward stopped
 RESET_METHODS = ("reset", "reset_state", "reset_states", "reset_hidden", "init_hidden", "reset_mem")
-MAX_NAMES = 20_000                              # namespace entries looked at, at most
-# A diagnosis picture draws a graph of up to max_nodes (default 30) whole if that reads at
-# notebook width, else around the stop: up to ABOVE_STOP nodes up the path from the loss (fewer
-# when that is still too wide), the stop, what feeds it, at most AROUND_NODES nodes in all. An
-# RNN over 30 time steps, drawn whole up to 60 nodes, was 1,566 pt wide (5.5 px text at 860 px,
-# and the stop not drawn); around the stop it is 802 pt wide (10.7 px).
-ABOVE_STOP = 3
-AROUND_NODES = 12
 
 
 # --------------------------------------------------------------------------------
 # Reading the graph: creation order, and which part is older than the step that failed
-def _seq(fn) -> int:
-    return fn._sequence_nr()
-
-
-def _is_leaf_node(fn) -> bool:
-    return type(fn).__name__ == "AccumulateGrad"
-
-
 def _step_start(root_fn, ops: list):
     """The creation number where this step's part of the graph begins, or None if unknown.
 
@@ -82,10 +60,10 @@ def _step_start(root_fn, ops: list):
     after the carried tensor is not reachable from this step's loss).
     """
     chain = [n for n, _ in root_fn.next_functions if n is not None and n.name() == root_fn.name()
-             and not _is_leaf_node(n)]
+             and not is_leaf_node(n)]
     if root_fn.name().startswith("AddBackward") and chain:
-        return _seq(max(chain, key=_seq)) + 1
-    seqs = sorted({_seq(f) for f in ops})
+        return seq(max(chain, key=seq)) + 1
+    seqs = sorted({seq(f) for f in ops})
     gaps = [(b - a, b) for a, b in zip(seqs, seqs[1:]) if b - a > 1]
     if not gaps:
         return None
@@ -134,56 +112,11 @@ class _Graph:
         """The leaf tensors behind node `fn`."""
         under = self.snap.under([self.ids[fn]]) if fn in self.ids else set()
         return [self.node_of[i].variable for i in under
-                if i in self.node_of and _is_leaf_node(self.node_of[i])]
+                if i in self.node_of and is_leaf_node(self.node_of[i])]
 
 
 # --------------------------------------------------------------------------------
-# Names: tensors in the user's namespace, in tuples, and on modules
-def _named_tensors(ns) -> list:
-    """[(name, tensor)] for tensors in `ns`: plain names, items of tuples/lists (`hidden[0]`),
-    and tensor attributes of nn.Module instances and their submodules (`model.rnn.hidden`).
-    Reads `__dict__` only (no properties run), skips names starting with '_'."""
-    out, modules = [], []
-
-    def add(name, value):
-        if isinstance(value, torch.Tensor):
-            out.append((name, value))
-        elif isinstance(value, (tuple, list)) and 0 < len(value) <= 16:
-            for i, v in enumerate(value):
-                if isinstance(v, torch.Tensor):
-                    out.append((f"{name}[{i}]", v))
-                elif isinstance(v, (tuple, list)) and 0 < len(v) <= 16:   # [(h, c)] of a stack
-                    out.extend((f"{name}[{i}][{j}]", w) for j, w in enumerate(v)
-                               if isinstance(w, torch.Tensor))
-
-    for i, (name, value) in enumerate(list(ns.items())):
-        if i >= MAX_NAMES:
-            break
-        if not isinstance(name, str) or name.startswith("_"):
-            continue
-        if isinstance(value, torch.nn.Module):
-            modules.append((name, value))
-        else:
-            add(name, value)
-    seen = set()
-    for name, module in modules:
-        try:
-            subs = list(module.named_modules(prefix=name))
-        except Exception:   # a user's module may do anything: skip it, never raise
-            continue
-        for sub_name, sub in subs:
-            if id(sub) in seen:
-                continue
-            seen.add(id(sub))
-            for attr, value in list(vars(sub).items()):
-                if not attr.startswith("_"):
-                    add(f"{sub_name}.{attr}", value)
-            for kind in ("_buffers", "_parameters"):
-                for attr, value in list(vars(sub).get(kind, {}).items()):
-                    add(f"{sub_name}.{attr}", value)
-    return out
-
-
+# Names: tensors in the user's namespace (helpers.names), and modules owning leaves
 def _parameter_names(named, graph: _Graph, root) -> dict:
     """{name: leaf} for the named leaves behind `root` (parameters of modules in the namespace
     are named by `_named_tensors` only when they are attributes; add the module parameters)."""
@@ -330,7 +263,7 @@ def _diagnose(what, names, max_nodes) -> Diagnosis:
 
 
 def _explain(root, ns, names_available, max_nodes) -> Diagnosis:
-    named = _named_tensors(ns) if ns is not None else []
+    named = named_tensors(ns) if ns is not None else []
     snap, ids = snapshot_with_ids(root, max_nodes=COUNT_LIMIT)
     if snap.truncated:
         return Diagnosis("too large", f"why_backward: the graph has more than {COUNT_LIMIT:,} nodes: "
@@ -345,8 +278,8 @@ def _explain(root, ns, names_available, max_nodes) -> Diagnosis:
             "rebuilt since."))
     ops = list(saved)                                       # non-leaf nodes
     start = _step_start(root.grad_fn, ops)
-    order = sorted(ops, key=_seq, reverse=True)             # the CPU engine's order
-    old = [fn for fn in order if start is None or _seq(fn) < start]
+    order = sorted(ops, key=seq, reverse=True)             # the CPU engine's order
+    old = [fn for fn in order if start is None or seq(fn) < start]
     stop = next((fn for fn in old if any(s.state is SavedState.FREED for s in saved[fn])), None)
     if stop is None:   # cannot happen for a graph built by a loop; say so rather than guess
         return Diagnosis("would succeed", "why_backward: no node older than this step holds a freed "
@@ -366,10 +299,11 @@ def _explain(root, ns, names_available, max_nodes) -> Diagnosis:
                 entries += [n for n in map(graph.node_of.get, snap.ops[ids[fn]].inputs)
                             if n in old_set and n not in entries]
     _name_culprits(d, root, named, ns, stop, old_set, entries, start, path, graph)
-    d.picture = _picture(d, root, named, stop, path, old_set, max_nodes, graph)
     # called before backward (not after the error): this step's part is still held
     d.not_yet_run = start is not None and not any(
         s.state is SavedState.FREED for fn in ops if fn not in old_set for s in saved[fn])
+    d.picture = stop_picture(root, stop=stop, path=path, old=old_set, names=_picture_names(d, root, named, graph),
+                             max_nodes=max_nodes, will_stop=d.not_yet_run)
     d.message = _report(d, snap, start)
     return d
 
@@ -404,7 +338,7 @@ def _name_culprits(d, root, named, ns, stop, old_set, entries, start, path, grap
                and t.grad_fn.name() in entry_names and graph.feeds(t.grad_fn, reach_stop)]
     if carried:   # on the path first, then the deepest (closest to the older part)
         on_path = set(path)
-        carried.sort(key=lambda nt: (nt[1].grad_fn not in on_path, _seq(nt[1].grad_fn)))
+        carried.sort(key=lambda nt: (nt[1].grad_fn not in on_path, seq(nt[1].grad_fn)))
         d.culprits = [n for n, _ in carried]
         first = d.culprits[0]
         if "[" in first:   # an item of a tuple: LSTM (h, c); or of a list of them
@@ -434,7 +368,7 @@ def _name_culprits(d, root, named, ns, stop, old_set, entries, start, path, grap
                      f"of each step: `{first} = {first}.detach()` (truncated backpropagation through time).")
         return
     if old_named:
-        old_named.sort(key=lambda nt: _seq(nt[1].grad_fn), reverse=True)
+        old_named.sort(key=lambda nt: seq(nt[1].grad_fn), reverse=True)
         d.culprits = [n for n, _ in old_named]
         first = d.culprits[0]
         tensor = old_named[0][1]
@@ -460,64 +394,15 @@ def _name_culprits(d, root, named, ns, stop, old_set, entries, start, path, grap
              f"at the start of the step (`t = t.detach()`), or compute it inside the loop.")
 
 
-def _picture(d, root, named, stop, path, old_set, max_nodes, graph: _Graph) -> Picture:
-    """The graph, whole when it has at most `max_nodes` nodes and lays out narrow enough to read
-    at notebook width (READABLE_WIDTH_PT); else drawn `around` the stop, the rest counted in one
-    box, so that the picture of a long loop stays readable."""
+def _picture_names(d, root, named, graph: _Graph) -> dict:
+    """{name: tensor} the diagnosis picture labels: the culprits, the named leaves behind the
+    root, and the root itself (as 'loss' when it has no name)."""
     keep = {n: t for n, t in named if n in d.culprits}
     keep.update(_parameter_names(named, graph, root))
     root_name = next((n for n, t in named if t is root), "loss")
     if all(t is not root for t in keep.values()):
         keep[root_name] = root
-    whole = []
-    if graph.snap.total_nodes <= max_nodes:
-        whole = [_stop_picture(d, *snapshot_with_ids(root, names=keep, max_nodes=max_nodes), stop, path, old_set)]
-    focused = (_stop_picture(d, snap, ids, stop, path, old_set)
-               for snap, ids in _around([root], path, keep, min(max_nodes, AROUND_NODES)))
-    return _readable(itertools.chain(whole, focused))
-
-
-def _around(roots, path: list, names, max_nodes: int):
-    """(snapshot, ids) of the graph behind `roots` drawn around the last node of `path` (a chain
-    of nodes from a root down to it): focused on the node ABOVE_STOP steps up the path, then
-    fewer (lazily), each drawing that last node, what feeds it, up to `max_nodes` nodes; the
-    rest counted in one box (helpers.walk, focus=)."""
-    for k in range(min(ABOVE_STOP, len(path) - 1), -1, -1):
-        snap, ids = snapshot_with_ids(*roots, names=names, max_nodes=max_nodes, focus=path[-1 - k])
-        if path[-1] in ids:
-            yield snap, ids
-
-
-def _readable(pictures):
-    """The first of `pictures` (laid out one by one) that reads at notebook width
-    (graph.READABLE_WIDTH_PT), else the narrowest; None for none."""
-    best = None
-    for pic in pictures:
-        if best is None or svg_width_pt(pic.svg) < svg_width_pt(best.svg):
-            best = pic
-        if svg_width_pt(best.svg) <= READABLE_WIDTH_PT:
-            break
-    return best
-
-
-def _stop_picture(d, snap, ids, stop, path, old_set) -> Picture:
-    """`snap` drawn with this step's and earlier steps' colours, the stop and the path marked."""
-    fills = {i: (OLD_FILL if fn in old_set else NEW_FILL) for fn, i in ids.items() if not _is_leaf_node(fn)}
-    on_path = [ids.get(fn) for fn in path]
-    marked = {(b, a) for a, b in zip(on_path, on_path[1:]) if a and b}   # forward direction
-    if snap.above is not None:    # the path goes on, through the box, to the loss
-        marked |= {(i, "above") for i in snap.above.into}
-    stop_id = ids.get(stop)
-    if stop_id is not None:
-        fills[stop_id] = STOP_FILL
-    title = f"{'will stop' if d.not_yet_run else 'stopped'} in {d.stopped_at}"
-    if snap.above is not None:
-        title += ": the graph around it"
-    legend = ((STOP_FILL, f"where backward stopped: {d.stopped_at}"),
-              (OLD_FILL, "made by an earlier step (freed before this call)"),
-              (NEW_FILL, "made by this step"), (render.HIGHLIGHT, "thick edges: the path from the loss"))
-    marks = render.Marks(fills=fills, path=frozenset(marked), legend=legend)
-    return Picture(render.to_dot(snap, title, marks=marks), describe(snap))
+    return keep
 
 
 def _freed_words(freed: list) -> str:
@@ -566,111 +451,6 @@ def _report(d, snap: Snapshot, start) -> str:
     lines.append("  (not retain_graph=True: that silences the error, and the graph, memory and "
                  "time per step then grow with every step)")
     return "\n".join(lines)
-
-
-# --------------------------------------------------------------------------------
-# Nodes coloured by the step that made them
-class StepClock:
-    """Marks where each training step begins in autograd's creation order.
-
-        clock = StepClock()
-        for step in range(3):
-            clock.tick()          # first line of the loop body
-            ...
-        draw_steps(loss, clock)   # nodes coloured by the step that created them
-    """
-
-    def __init__(self):
-        self.starts = []
-
-    def tick(self) -> None:
-        self.starts.append(next_sequence_nr())
-
-    def step_of(self, fn) -> int:
-        """0 for nodes made before the first tick, else the step (1, 2, ...) that made `fn`."""
-        s = _seq(fn)
-        return sum(1 for b in self.starts if s >= b)
-
-
-class StepPicture(Picture):
-    """A picture from `draw_steps`; `.snapshot` and `.steps` ({op id: step}) for checks."""
-
-    def __init__(self, dot, text, snap, steps):
-        super().__init__(dot, text)
-        self.snapshot, self.steps = snap, steps
-
-    def saved_states_by_step(self) -> dict:
-        """{step: {'held': n, 'freed': n}} over the saved tensors of the ops drawn."""
-        out = {}
-        for op, s in self.snapshot.saved_tensors():
-            k = self.steps[op.id]
-            out.setdefault(k, {"held": 0, "freed": 0})
-            out[k][s.state] = out[k].get(s.state, 0) + 1
-        return out
-
-
-def draw_steps(*roots, clock: StepClock, names=None, title=None, max_nodes=120, focus=None) -> StepPicture:
-    """A picture of the graph behind `roots` with every op filled by the step that created it.
-
-    names: {name: tensor}, or a whole namespace such as `globals()`: then its tensors, the items
-    of its tuples and lists, and the tensors of its modules are named (as why_backward does).
-    focus: as in helpers.graph.draw, only the part of the graph under it is drawn.
-    Without focus, a graph of more than `max_nodes` nodes, or one too wide to read at notebook
-    width, is drawn around where the newest step uses an older step's graph (the last nodes of
-    the newest step on the way there, the older node, what feeds it), the rest counted in a box.
-    """
-    if names is not None and any(not isinstance(v, torch.Tensor) for v in names.values()):
-        names = dict(_named_tensors(names))
-    if focus is not None:
-        return _step_picture(*snapshot_with_ids(*roots, names=names, max_nodes=max_nodes, focus=focus),
-                             clock, title)
-    whole = _step_picture(*snapshot_with_ids(*roots, names=names, max_nodes=max_nodes), clock, title)
-    if not whole.snapshot.truncated and svg_width_pt(whole.svg) <= READABLE_WIDTH_PT:
-        return whole
-    path = _where_steps_meet(roots, clock)
-    if not path:
-        return whole
-    focused = (_step_picture(snap, ids, clock, title, around=(clock.step_of(path[-2]), clock.step_of(path[-1])))
-               for snap, ids in _around(roots, path, names, min(max_nodes, AROUND_NODES)))
-    return _readable(itertools.chain([] if whole.snapshot.truncated else [whole], focused)) or whole
-
-
-def _where_steps_meet(roots, clock: StepClock) -> list:
-    """The shortest chain of nodes from a root down to the first node (nearest the roots) of an
-    older step that a node of the newest step uses; [] when the graph holds one step only."""
-    parents: dict = {}
-    nodes, _ = nodes_under([t.grad_fn for t in roots if t.grad_fn is not None], parents=parents)
-    ops = [fn for fn in nodes if not _is_leaf_node(fn)]
-    if not ops:
-        return []
-    newest = max(clock.step_of(fn) for fn in ops)
-    meet = next((fn for fn in ops if clock.step_of(fn) < newest and parents[fn] is not None
-                 and clock.step_of(parents[fn]) == newest), None)
-    path = []
-    while meet is not None:
-        path.append(meet)
-        meet = parents[meet]
-    return path[::-1]
-
-
-def _step_picture(snap, ids, clock: StepClock, title, around=None) -> StepPicture:
-    """`snap` with every op filled by the step that made it. around: (newer step, older step)
-    when it is drawn around where the newer step uses the older one's graph."""
-    steps = {i: clock.step_of(fn) for fn, i in ids.items() if not _is_leaf_node(fn)}
-    fills = {i: STEP_FILLS[min(k, len(STEP_FILLS) - 1)] for i, k in steps.items()}
-    used = sorted(set(steps.values()))
-    words = {k: "made before the loop" if k == 0 else f"made by step {k}" for k in used}
-    key = ", ".join(f"{words[k]}: {STEP_WORDS[min(k, len(STEP_WORDS) - 1)]}" for k in used)
-    head = (title + ": " if title else "") + "ops coloured by the training step that made them"
-    if around is not None:   # short: the title sits beside the box of nodes not drawn
-        older = "the graph made before the loop" if around[1] == 0 else f"step {around[1]}'s graph"
-        head = (title + ": " if title else "") + f"where step {around[0]} uses {older}"
-    legend = tuple((STEP_FILLS[min(k, len(STEP_FILLS) - 1)], words[k]) for k in used)
-    by_step = "\n".join(("before the loop" if k == 0 else f"step {k}") + ": "
-                        + ", ".join(f"{i} {snap.ops[i].name}" for i, s in steps.items() if s == k)
-                        for k in used)
-    dot = render.to_dot(snap, head, marks=render.Marks(fills=fills, legend=legend))
-    return StepPicture(dot, f"{head} ({key}).\n{describe(snap)}\n{by_step}", snap, steps)
 
 
 # --------------------------------------------------------------------------------

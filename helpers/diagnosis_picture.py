@@ -1,0 +1,212 @@
+"""Pictures for the diagnosis of a failed backward, and graphs coloured by training step.
+
+`stop_picture` draws where a failed backward stopped (helpers.diagnose calls it; the seam: the
+diagnosis decides *what* to show, this module decides *how*). `StepClock` and `draw_steps`
+colour a graph's nodes by the training step that created them (a long loop's graph: around
+where the newest step uses an older step's graph).
+"""
+from __future__ import annotations
+
+import itertools
+
+import torch
+
+from . import render
+from .graph import READABLE_WIDTH_PT, Picture, describe, svg_width_pt
+from .names import named_tensors
+from .trace import next_sequence_nr
+from .walk import nodes_under, snapshot_with_ids
+
+
+def seq(fn) -> int:
+    """A node's creation number (autograd's sequence_nr: later nodes have larger numbers)."""
+    return fn._sequence_nr()
+
+
+def is_leaf_node(fn) -> bool:
+    return type(fn).__name__ == "AccumulateGrad"
+
+
+# fills for "made by step k" (k = 1, 2, ...); index 0 is "before the loop". Chosen apart from
+# the leaf blue and the named-tensor green of helpers.render.
+STEP_FILLS = ("#d0d0d0", "#f6c8c0", "#fff0a8", "#e4d0f5", "#c9e7e0", "#f7dcbf")
+STEP_WORDS = ("grey", "red", "yellow", "purple", "teal", "orange")
+OLD_FILL, NEW_FILL = "#f6c8c0", "#fff0a8"      # diagnosis: earlier steps / this step
+STOP_FILL = "#ff9f1c"                           # diagnosis: the node where backward stopped
+
+# A diagnosis picture draws a graph of up to max_nodes (default 30) whole if that reads at
+# notebook width, else around the stop: up to ABOVE_STOP nodes up the path from the loss (fewer
+# when that is still too wide), the stop, what feeds it, at most AROUND_NODES nodes in all. An
+# RNN over 30 time steps, drawn whole up to 60 nodes, was 1,566 pt wide (5.5 px text at 860 px,
+# and the stop not drawn); around the stop it is 802 pt wide (10.7 px).
+ABOVE_STOP = 3
+AROUND_NODES = 12
+
+
+def stop_picture(root, *, stop, path: list, old: set, names: dict, max_nodes: int, will_stop: bool) -> Picture:
+    """The picture of a failed (or, will_stop=True, a not yet run) backward from `root`: `stop`
+    (the node where the engine stops) filled orange, the nodes of `old` (made by earlier steps)
+    and the others (this step) in two fills, `path` (nodes from root.grad_fn down to stop) in
+    thick edges, the tensors of `names` ({name: tensor}) labelled. The graph is drawn whole when
+    it has at most `max_nodes` nodes and lays out narrow enough to read at notebook width
+    (READABLE_WIDTH_PT); else around the stop, the rest counted in one box, so that the picture
+    of a long loop stays readable. This is the seam with helpers.diagnose, which decides what
+    the arguments are."""
+    words = (stop.name(), will_stop)
+    whole = []
+    snap, ids = snapshot_with_ids(root, names=names, max_nodes=max_nodes)
+    if not snap.truncated:
+        whole = [_stop_picture(words, snap, ids, stop, path, old)]
+    focused = (_stop_picture(words, snap, ids, stop, path, old)
+               for snap, ids in _around([root], path, names, min(max_nodes, AROUND_NODES)))
+    return _readable(itertools.chain(whole, focused))
+
+
+def _around(roots, path: list, names, max_nodes: int):
+    """(snapshot, ids) of the graph behind `roots` drawn around the last node of `path` (a chain
+    of nodes from a root down to it): focused on the node ABOVE_STOP steps up the path, then
+    fewer (lazily), each drawing that last node, what feeds it, up to `max_nodes` nodes; the
+    rest counted in one box (helpers.walk, focus=)."""
+    for k in range(min(ABOVE_STOP, len(path) - 1), -1, -1):
+        snap, ids = snapshot_with_ids(*roots, names=names, max_nodes=max_nodes, focus=path[-1 - k])
+        if path[-1] in ids:
+            yield snap, ids
+
+
+def _readable(pictures):
+    """The first of `pictures` (laid out one by one) that reads at notebook width
+    (graph.READABLE_WIDTH_PT), else the narrowest; None for none."""
+    best = None
+    for pic in pictures:
+        if best is None or svg_width_pt(pic.svg) < svg_width_pt(best.svg):
+            best = pic
+        if svg_width_pt(best.svg) <= READABLE_WIDTH_PT:
+            break
+    return best
+
+
+def _stop_picture(words, snap, ids, stop, path, old_set) -> Picture:
+    """`snap` drawn with this step's and earlier steps' colours, the stop and the path marked."""
+    fills = {i: (OLD_FILL if fn in old_set else NEW_FILL) for fn, i in ids.items() if not is_leaf_node(fn)}
+    on_path = [ids.get(fn) for fn in path]
+    marked = {(b, a) for a, b in zip(on_path, on_path[1:]) if a and b}   # forward direction
+    if snap.above is not None:    # the path goes on, through the box, to the loss
+        marked |= {(i, "above") for i in snap.above.into}
+    stop_id = ids.get(stop)
+    if stop_id is not None:
+        fills[stop_id] = STOP_FILL
+    stopped_at, will_stop = words
+    title = f"{'will stop' if will_stop else 'stopped'} in {stopped_at}"
+    if snap.above is not None:
+        title += ": the graph around it"
+    legend = ((STOP_FILL, f"where backward stopped: {stopped_at}"),
+              (OLD_FILL, "made by an earlier step (freed before this call)"),
+              (NEW_FILL, "made by this step"), (render.HIGHLIGHT, "thick edges: the path from the loss"))
+    marks = render.Marks(fills=fills, path=frozenset(marked), legend=legend)
+    return Picture(render.to_dot(snap, title, marks=marks), describe(snap))
+
+
+# Nodes coloured by the step that made them
+class StepClock:
+    """Marks where each training step begins in autograd's creation order.
+
+        clock = StepClock()
+        for step in range(3):
+            clock.tick()          # first line of the loop body
+            ...
+        draw_steps(loss, clock)   # nodes coloured by the step that created them
+    """
+
+    def __init__(self):
+        self.starts = []
+
+    def tick(self) -> None:
+        self.starts.append(next_sequence_nr())
+
+    def step_of(self, fn) -> int:
+        """0 for nodes made before the first tick, else the step (1, 2, ...) that made `fn`."""
+        s = seq(fn)
+        return sum(1 for b in self.starts if s >= b)
+
+
+class StepPicture(Picture):
+    """A picture from `draw_steps`; `.snapshot` and `.steps` ({op id: step}) for checks."""
+
+    def __init__(self, dot, text, snap, steps):
+        super().__init__(dot, text)
+        self.snapshot, self.steps = snap, steps
+
+    def saved_states_by_step(self) -> dict:
+        """{step: {'held': n, 'freed': n}} over the saved tensors of the ops drawn."""
+        out = {}
+        for op, s in self.snapshot.saved_tensors():
+            k = self.steps[op.id]
+            out.setdefault(k, {"held": 0, "freed": 0})
+            out[k][s.state] = out[k].get(s.state, 0) + 1
+        return out
+
+
+def draw_steps(*roots, clock: StepClock, names=None, title=None, max_nodes=120, focus=None) -> StepPicture:
+    """A picture of the graph behind `roots` with every op filled by the step that created it.
+
+    names: {name: tensor}, or a whole namespace such as `globals()`: then its tensors, the items
+    of its tuples and lists, and the tensors of its modules are named (as why_backward does).
+    focus: as in helpers.graph.draw, only the part of the graph under it is drawn.
+    Without focus, a graph of more than `max_nodes` nodes, or one too wide to read at notebook
+    width, is drawn around where the newest step uses an older step's graph (the last nodes of
+    the newest step on the way there, the older node, what feeds it), the rest counted in a box.
+    """
+    if names is not None and any(not isinstance(v, torch.Tensor) for v in names.values()):
+        names = dict(named_tensors(names))
+    if focus is not None:
+        return _step_picture(*snapshot_with_ids(*roots, names=names, max_nodes=max_nodes, focus=focus),
+                             clock, title)
+    whole = _step_picture(*snapshot_with_ids(*roots, names=names, max_nodes=max_nodes), clock, title)
+    if not whole.snapshot.truncated and svg_width_pt(whole.svg) <= READABLE_WIDTH_PT:
+        return whole
+    path = _where_steps_meet(roots, clock)
+    if not path:
+        return whole
+    focused = (_step_picture(snap, ids, clock, title, around=(clock.step_of(path[-2]), clock.step_of(path[-1])))
+               for snap, ids in _around(roots, path, names, min(max_nodes, AROUND_NODES)))
+    return _readable(itertools.chain([] if whole.snapshot.truncated else [whole], focused)) or whole
+
+
+def _where_steps_meet(roots, clock: StepClock) -> list:
+    """The shortest chain of nodes from a root down to the first node (nearest the roots) of an
+    older step that a node of the newest step uses; [] when the graph holds one step only."""
+    parents: dict = {}
+    nodes, _ = nodes_under([t.grad_fn for t in roots if t.grad_fn is not None], parents=parents)
+    ops = [fn for fn in nodes if not is_leaf_node(fn)]
+    if not ops:
+        return []
+    newest = max(clock.step_of(fn) for fn in ops)
+    meet = next((fn for fn in ops if clock.step_of(fn) < newest and parents[fn] is not None
+                 and clock.step_of(parents[fn]) == newest), None)
+    path = []
+    while meet is not None:
+        path.append(meet)
+        meet = parents[meet]
+    return path[::-1]
+
+
+def _step_picture(snap, ids, clock: StepClock, title, around=None) -> StepPicture:
+    """`snap` with every op filled by the step that made it. around: (newer step, older step)
+    when it is drawn around where the newer step uses the older one's graph."""
+    steps = {i: clock.step_of(fn) for fn, i in ids.items() if not is_leaf_node(fn)}
+    fills = {i: STEP_FILLS[min(k, len(STEP_FILLS) - 1)] for i, k in steps.items()}
+    used = sorted(set(steps.values()))
+    words = {k: "made before the loop" if k == 0 else f"made by step {k}" for k in used}
+    key = ", ".join(f"{words[k]}: {STEP_WORDS[min(k, len(STEP_WORDS) - 1)]}" for k in used)
+    head = (title + ": " if title else "") + "ops coloured by the training step that made them"
+    if around is not None:   # short: the title sits beside the box of nodes not drawn
+        older = "the graph made before the loop" if around[1] == 0 else f"step {around[1]}'s graph"
+        head = (title + ": " if title else "") + f"where step {around[0]} uses {older}"
+    legend = tuple((STEP_FILLS[min(k, len(STEP_FILLS) - 1)], words[k]) for k in used)
+    by_step = "\n".join(("before the loop" if k == 0 else f"step {k}") + ": "
+                        + ", ".join(f"{i} {snap.ops[i].name}" for i, s in steps.items() if s == k)
+                        for k in used)
+    dot = render.to_dot(snap, head, marks=render.Marks(fills=fills, legend=legend))
+    return StepPicture(dot, f"{head} ({key}).\n{describe(snap)}\n{by_step}", snap, steps)
+
+
