@@ -32,9 +32,8 @@ for step in range(2):
         eps = [0.05 * p.grad / (p.grad.norm() + 1e-12) for p in model.parameters()]
         for p, e in zip(model.parameters(), eps):
             p.add_(e)
-    output = model(image)
-    loss = loss  # BUG
-    # FIX: loss = 0
+    output = model(image)  # BUG
+    # FIX: output = model(image); loss = 0
     for t in range(num_tasks):
         loss += F.mse_loss(output[:, t], target[:, t])
     optimizer.zero_grad()

@@ -13,6 +13,7 @@ CAUSE = "y = t @ a was built once, before the loop; the first backward freed it"
 FIX_KIND = "recompute-in-step"
 ERROR = "second time"
 
+torch.manual_seed(0)
 measure = torch.nn.MSELoss()
 x = torch.tensor([1, 0], dtype=torch.float64)
 t = torch.eye(2, dtype=torch.float64, requires_grad=True)
