@@ -11,7 +11,7 @@ named in its docstring, with module constants:
   ERROR     a key of ERRORS
 and buggy lines marked `# BUG`, each followed by a line `# FIX: <replacement code>`.
 `run(path)` executes the program in a fresh dict, as a notebook's user namespace (which survives
-the exception); `run(path, fixed=True)` executes it with every BUG line swapped for its FIX.
+the exception), on one thread; `run(path, fixed=True)` executes it with every BUG line swapped for its FIX.
 """
 from __future__ import annotations
 
@@ -122,7 +122,8 @@ def run(path: pathlib.Path, fixed: bool = False) -> tuple[dict, BaseException | 
     if fixed:
         src = fixed_source(src)
     ns = {"__name__": "__corpus__", "__file__": str(path)}
-    grad_enabled, anomaly = torch.is_grad_enabled(), torch.is_anomaly_enabled()
+    grad_enabled, anomaly, threads = torch.is_grad_enabled(), torch.is_anomaly_enabled(), torch.get_num_threads()
+    torch.set_num_threads(1)          # tiny programs: one thread is faster, and fair to a shared machine
     try:
         exec(compile(src, str(path), "exec"), ns)
     except Exception as err:          # the failure under study: returned, not raised
@@ -130,4 +131,5 @@ def run(path: pathlib.Path, fixed: bool = False) -> tuple[dict, BaseException | 
     finally:
         torch.set_grad_enabled(grad_enabled)
         torch.autograd.set_detect_anomaly(anomaly)
+        torch.set_num_threads(threads)
     return ns, None
