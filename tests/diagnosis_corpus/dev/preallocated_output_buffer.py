@@ -1,7 +1,7 @@
 """Each step writes the network's output into a row of a tensor preallocated before the loop.
 
-Rewritten from the Stack Overflow question "Pytorch - why does preallocating memory cause
-'trying to backward through the graph a second time'": `out = torch.empty_like(...)` before the
+Rewritten from the Stack Overflow question Pytorch - why does preallocating memory cause
+"trying to backward through the graph a second time": `out = torch.empty_like(...)` before the
 loop and `out[i] = self(x)` inside it; the answer explains that `out`, declared outside the
 loop, is a parent of every step's graph, while the plain version creates a new graph each step.
 """
