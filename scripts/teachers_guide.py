@@ -36,7 +36,6 @@ WRAP_UP_MINUTES = 3       # the summary, the homework, the pointer to what comes
 MIN_QUESTIONS = 3         # at least this long for questions
 MAX_QUESTIONS = 8         # time left over beyond this goes to the sections, in proportion
 PREDICT_MINUTES = 2       # per live error, on top of reading: predict, hands up, run, why
-PICTURE_MINUTES = 1       # per live picture: point at what changed
 SESSIONS = {90: [["00", "01"]], 45: [["00"], ["01"], ["10"]]}   # the suggested sessions: whole plans
 NOT_SECTIONS = re.compile(r"^(\d+\.\s*)?(Exercises?|Summary|Further reading|Solutions?)\b", re.I)
 
@@ -181,8 +180,7 @@ def plan_rows(path, data: dict, nb=None) -> tuple:
     in_class = data.get("in_class", [])
     fixed = OPENING_MINUTES + EXERCISE_MINUTES * len(in_class) + WRAP_UP_MINUTES
     room = PERIOD - fixed - MIN_QUESTIONS
-    raw = [max(1.0, section_minutes(s)) + sum(PREDICT_MINUTES if k == "error" else PICTURE_MINUTES
-                                              for k, _ in s.live) for s in secs]
+    raw = [max(1.0, section_minutes(s)) + PREDICT_MINUTES * sum(k == "error" for k, _ in s.live) for s in secs]
     note = ""
     if sum(raw) > room:
         factor = room / sum(raw)
@@ -333,7 +331,7 @@ def guide() -> str:
         out += [f"{'One' if len(sessions) == 1 else len(sessions)} × {length} minutes:", ""]
         for k, session in enumerate(sessions, 1):
             total = PERIOD * len(session)
-            parts = " + ".join(f"[{titles[n]}](#{anchor(titles[n])}) ({PERIOD} min)" for n in session)
+            parts = " + ".join(f"{titles[n]} ({PERIOD} min, its plan below)" for n in session)
             out.append(f"- Session {k} ({total} of {length} min): {parts}.")
         left = [titles[n] for n in titles if not any(n in s for s in sessions)]
         out += ["- Not in class: " + ", ".join(left) + " (reading and homework; each has its own plan below).", ""]
@@ -363,11 +361,6 @@ def guide() -> str:
         out += [f"{k}. {x['q']}  \n   *Answer:* {x['a']}" for k, x in enumerate(data.get("asked", []), 1)]
         out += ["", f"**{homework_text(data)}**"]
     return "\n".join(out) + "\n"
-
-
-def anchor(title: str) -> str:
-    """The id the site gives the heading `## [title](...)` (nbconvert's rule: text, spaces as '-')."""
-    return skeleton.heading_anchor("## " + title)
 
 
 def main(argv) -> int:
