@@ -145,9 +145,9 @@ def text_height(markdown: str) -> float:
     if plain.lstrip().startswith("|"):                     # a table: cells wrap in their column
         rows = [r for r in plain.splitlines() if r.strip() and not re.match(r"^\|[\s:|-]+\|$", r.strip())]
         cols = max(1, rows[0].count("|") - 1) if rows else 1
-        per = max(8, BODY_CHARS // cols - 3)
+        per = max(6, BODY_CHARS // cols - 6)
         lines = sum(max(math.ceil(len(c.strip()) / per) for c in r.strip().strip("|").split("|")) for r in rows)
-        return lines * (BODY_LINE + 12) + 20
+        return lines * BODY_LINE + len(rows) * 14 + 24
     return wrapped_lines(plain, BODY_CHARS) * BODY_LINE + 24
 
 
@@ -210,55 +210,59 @@ def pre_blocks(text: str, css: str, highlight_code: bool = False, extra: str = "
 SVG_NS = "{http://www.w3.org/2000/svg}"
 
 
-def _svg_geometry(svg: str):
-    """(viewBox [x, y, w, h], smallest font in viewBox units, boxes) of a Graphviz SVG. Boxes:
-    [(kind, x0, y0, x1, y1)] in viewBox units for each cluster, node, edge label and legend item."""
-    root = ET.fromstring(re.sub(r"<!DOCTYPE[^>]*>", "", svg, flags=re.S).encode())
-    view = [float(v) for v in root.get("viewBox", "").replace(",", " ").split()]
-    if len(view) != 4:
-        raise ValueError("an SVG without a viewBox")
-    graph = root.find(f"{SVG_NS}g")
+def _points(el) -> list:
+    """The (x, y) points that bound one drawn element, in its own user units."""
+    tag = el.tag.replace(SVG_NS, "")
+    if tag in ("polygon", "polyline", "path"):     # a path's numbers are x,y pairs (Graphviz: M, C)
+        nums = [float(v) for v in re.findall(r"-?[\d.]+", el.get("points", el.get("d", "")))]
+        return list(zip(nums[0::2], nums[1::2]))
+    if tag == "ellipse":
+        cx, cy, rx, ry = (float(el.get(k, 0)) for k in ("cx", "cy", "rx", "ry"))
+        return [(cx - rx, cy - ry), (cx + rx, cy + ry)]
+    if tag == "text":
+        x, y, size = float(el.get("x", 0)), float(el.get("y", 0)), float(el.get("font-size", 10))
+        w = len("".join(el.itertext())) * size * 0.6
+        x0 = {"middle": x - w / 2, "end": x - w}.get(el.get("text-anchor"), x)
+        return [(x0, y - size), (x0 + w, y + size * 0.3)]
+    return []
+
+
+def _graph_boxes(svg_el, ox: float, oy: float, sc: float) -> tuple:
+    """(font sizes, boxes) of one Graphviz drawing (an <svg> element), mapped into the outer
+    viewBox by x' = ox + sc * x, y' = oy + sc * y. A drawing made of drawings (a stacked pair:
+    <svg> elements inside the <svg>) gives each inner one's boxes, and the inner one as a cluster."""
+    sizes, boxes = [], []
+    inner = svg_el.findall(f"{SVG_NS}svg")
+    for child in inner:
+        vb = [float(v) for v in child.get("viewBox", "0 0 0 0").replace(",", " ").split()]
+        x, y = float(child.get("x", 0)), float(child.get("y", 0))
+        w, h = float(child.get("width", vb[2]) or vb[2]), float(child.get("height", vb[3]) or vb[3])
+        k = w / vb[2] if vb[2] else 1.0
+        sub_sizes, sub_boxes = _graph_boxes(child, ox + sc * (x - vb[0] * k), oy + sc * (y - vb[1] * k), sc * k)
+        sizes += sub_sizes
+        boxes += sub_boxes + [("cluster", ox + sc * x, oy + sc * y, ox + sc * (x + w), oy + sc * (y + h))]
+    graph = svg_el.find(f"{SVG_NS}g")
+    if graph is None:
+        return sizes, boxes
     s, tx, ty = 1.0, 0.0, 0.0
-    if graph is not None and graph.get("transform"):
-        t = graph.get("transform")
-        m = re.search(r"scale\(([\d.]+)", t)
-        s = float(m.group(1)) if m else 1.0
-        m = re.search(r"translate\(([-\d.]+)[ ,]+([-\d.]+)", t)
-        tx, ty = (float(m.group(1)), float(m.group(2))) if m else (0.0, 0.0)
-
-    def to_view(x, y):
-        return (x + tx) * s, (y + ty) * s
-
-    def points(el):
-        tag = el.tag.replace(SVG_NS, "")
-        if tag in ("polygon", "polyline", "path"):     # a path's numbers are x,y pairs (Graphviz: M, C)
-            nums = [float(v) for v in re.findall(r"-?[\d.]+", el.get("points", el.get("d", "")))]
-            return list(zip(nums[0::2], nums[1::2]))
-        if tag == "ellipse":
-            cx, cy, rx, ry = (float(el.get(k, 0)) for k in ("cx", "cy", "rx", "ry"))
-            return [(cx - rx, cy - ry), (cx + rx, cy + ry)]
-        if tag == "text":
-            x, y, size = float(el.get("x", 0)), float(el.get("y", 0)), float(el.get("font-size", 10))
-            w = len("".join(el.itertext())) * size * 0.6
-            x0 = {"middle": x - w / 2, "end": x - w}.get(el.get("text-anchor"), x)
-            return [(x0, y - size), (x0 + w, y + size * 0.3)]
-        return []
+    t = graph.get("transform") or ""
+    m = re.search(r"scale\(([\d.]+)", t)
+    s = float(m.group(1)) if m else 1.0
+    m = re.search(r"translate\(([-\d.]+)[ ,]+([-\d.]+)", t)
+    tx, ty = (float(m.group(1)), float(m.group(2))) if m else (0.0, 0.0)
 
     def box(kind, els):
         shapes = [el for el in els if el.tag.replace(SVG_NS, "") != "text"]
-        if kind in ("node", "cluster") and any(points(el) for el in shapes):
+        if kind in ("node", "cluster") and any(_points(el) for el in shapes):
             els = shapes                             # the drawn outline, not text width estimates
-        pts = [to_view(*p) for el in els for p in points(el)]
+        pts = [(ox + sc * (x + tx) * s, oy + sc * (y + ty) * s) for el in els for x, y in _points(el)]
         if not pts:
             return None
         xs, ys = [p[0] for p in pts], [p[1] for p in pts]
         return (kind, min(xs), min(ys), max(xs), max(ys))
 
-    boxes, sizes = [], []
-    for el in root.iter():
-        if el.get("font-size"):
-            sizes.append(float(el.get("font-size")) * s)
-    for g in (graph if graph is not None else []):
+    sizes += [float(el.get("font-size")) * s * sc for el in graph.iter() if el.get("font-size")]
+    for g in graph:
         tag, cls = g.tag.replace(SVG_NS, ""), g.get("class", "")
         if tag == "g" and cls in ("node", "cluster"):
             b = box(cls, list(g.iter()))
@@ -271,6 +275,17 @@ def _svg_geometry(svg: str):
             b = None
         if b:
             boxes.append(b)
+    return sizes, boxes
+
+
+def _svg_geometry(svg: str):
+    """(viewBox [x, y, w, h], smallest font in viewBox units, boxes) of a Graphviz SVG. Boxes:
+    [(kind, x0, y0, x1, y1)] in viewBox units for each cluster, node, edge label and legend item."""
+    root = ET.fromstring(re.sub(r"<!DOCTYPE[^>]*>", "", svg, flags=re.S).encode())
+    view = [float(v) for v in root.get("viewBox", "").replace(",", " ").split()]
+    if len(view) != 4:
+        raise ValueError("an SVG without a viewBox")
+    sizes, boxes = _graph_boxes(root, 0.0, 0.0, 1.0)
     return view, (min(sizes) if sizes else None), boxes
 
 
@@ -499,7 +514,8 @@ CSS = f"""
 .reveal p, .reveal li, .reveal td, .reveal th {{ font-size: {BODY_PX}px; line-height: 1.35; }}
 .reveal p {{ margin: 0 0 12px 0; }}
 .reveal ul, .reveal ol {{ display: block; margin: 0 0 12px 1.2em; }}
-.reveal table {{ border-collapse: collapse; margin: 0 0 12px 0; }}
+.reveal table {{ border-collapse: collapse; margin: 0 0 12px 0; width: 100%; }}
+.reveal table td, .reveal table th {{ overflow-wrap: anywhere; }}
 .reveal table td, .reveal table th {{ border: 1px solid #ccc; padding: 2px 8px; }}
 .reveal code {{ font-family: "DejaVu Sans Mono", monospace; font-size: {CODE_PX}px; }}
 .reveal pre {{ width: 100%; margin: 0 0 12px 0; box-shadow: none; font-size: {CODE_PX}px; line-height: 1.3; }}

@@ -231,3 +231,18 @@ def test_slides_fit_a_room_in_chromium(browser, decks, name):
         page.screenshot(path=str(ARTIFACTS / f"slides-{name[:2]}-{s['index']}-after-click.png"))
     assert offsite == [] and errors == [], (offsite, errors)
     page.close()
+
+
+def test_a_stacked_pair_of_drawings_is_cut_between_and_inside_them():
+    """A picture made of two <svg> drawings stacked (before above, after below): parts at 14+ px."""
+    inner = [re.sub(r'^<svg width="[^"]*" height="[^"]*"', f'<svg x="0" y="{y}" width="400" height="600"', _pair_svg(400, 600))
+             for y in (0, 620)]
+    svg = ('<svg width="400pt" height="1220pt" viewBox="0.00 0.00 400.00 1220.00" xmlns="http://www.w3.org/2000/svg">'
+           + "".join(inner) + "</svg>")
+    view, smallest, boxes = slides._svg_geometry(svg)
+    assert smallest == 10 and sum(b[0] == "node" for b in boxes) == 8
+    assert max(b[4] for b in boxes if b[0] == "node") > 620              # the lower drawing's nodes, moved down
+    parts = slides.graph_parts(svg, width=1232, height=652)
+    assert len(parts) >= 2
+    for part, w, h in parts:
+        assert h <= 652 and 14 <= 10 * w / _part_view(part)[2]
