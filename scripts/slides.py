@@ -487,7 +487,7 @@ def deck(nb, notes=None) -> list:
                 continued()
             add(code[-1])
             slides[-1].blocks.append(unit)
-            slides[-1].notes = notes.predict(cell, errors[0]) if notes else ""
+            slides[-1].notes = notes.predict(slides[-1].key, errors[0]) if notes else ""
         else:
             for block in code:
                 add(block)

@@ -287,12 +287,12 @@ class Notes:
             if rows:
                 r = rows[0]
                 return f"{r.start}–{r.start + r.minutes} min. {r.say}"
-        if NOT_SECTIONS.match(key):
+        if re.match(r"^(\d+\.\s*)?Exercises?\b", key):
             return "Exercises: learners predict before each check cell runs (see the plan's exercise rows)."
-        return "Not in the 45-minute plan: show it briefly or leave it for reading."
+        return "Not in the 45-minute plan: for reading after class."
 
-    def predict(self, cell, err) -> str:
-        q, a = predict_text(self.data, "", err)
+    def predict(self, key: str, err) -> str:
+        q, a = predict_text(self.data, key, err)
         return f"Predict this: {q} Let the class answer first, then click. Expected: {a}"
 
 

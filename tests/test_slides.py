@@ -121,6 +121,8 @@ def test_notes_come_from_the_teachers_guide():
     section_two = [s for s in deck if s.key == "2"]
     assert section_two and all(any(say in s.notes for say in says) or "Predict this" in s.notes for s in section_two)
     assert all(s.notes for s in deck)
+    why = teachers_guide.load_plans()["01"]["predict"]["2"]             # the plan's why, after the prediction
+    assert any("Predict this" in s.notes and why in s.notes for s in section_two)
 
 
 MEASURE_JS = r"""() => {
