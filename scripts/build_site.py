@@ -11,6 +11,10 @@ require.js, MathJax, mermaid and widget-manager tags are left out), math is turn
 MathML at build time (browsers render it natively), pictures are the SVG/PNG already in
 the notebooks. Notebook links become page links, `README.md` becomes the contents page,
 links to other repository files point to plain-text copies under `_repo/`.
+Search, offline: a search box on every page, over every page (notebooks, contents, handout,
+teacher's guide), one entry per section. The index is built at build time with lunr's own index
+builder (npm package lunr, installed once into .npm-tools/; scripts/site_search.js) and shipped as
+search/index.js with lunr.min.js: plain <script> tags, so it works from file:// with no server.
 Folded as in JupyterLab: a "Going deeper" section (GUIDE.md) becomes a closed <details> whose
 summary is its heading, and a cell with hidden source (check cells, solutions) shows its code in
 a closed <details>; their outputs stay visible.
@@ -19,10 +23,13 @@ from __future__ import annotations
 
 import argparse
 import html
+import json
 import pathlib
 import re
 import shutil
+import subprocess
 import sys
+import tempfile
 import time
 
 import jinja2
@@ -36,6 +43,14 @@ from nbconvert.filters.widgetsdatatypefilter import WidgetsDataTypeFilter
 from scripts import BUILD, ROOT, handout, lengths, nav
 
 DEFAULT_OUT = BUILD / "site"
+LUNR_VERSION = "2.3.9"                   # the npm package lunr: index builder (Node) and search (browser)
+NPM_TOOLS = ROOT / ".npm-tools"          # npm install --prefix .npm-tools (ignored by git)
+LUNR_PKG = NPM_TOOLS / "node_modules" / "lunr"
+SEARCH_DIR = "search"
+SEARCH_BOX = ('<span class="bt-search" role="search"><input type="search" placeholder="Search the course" '
+              'aria-label="Search the course" autocomplete="off"><ol class="bt-results" hidden></ol></span>'
+              f'<script src="{SEARCH_DIR}/lunr.min.js"></script><script src="{SEARCH_DIR}/index.js"></script>'
+              f'<script src="{SEARCH_DIR}/search.js"></script>')
 
 SITE_CSS = """
 .bt-nav { font: 14px/1.4 system-ui, sans-serif; display: flex; gap: 1.5em; flex-wrap: wrap;
@@ -53,6 +68,17 @@ details.bt-deeper > summary::after { content: " (folded: click to open)"; color:
                                      font: 13px system-ui, sans-serif; }
 details.bt-deeper[open] > summary::after { content: ""; }
 math[display="block"] { margin: 0.6em 0; }
+.bt-search { position: relative; margin-left: auto; }
+.bt-search input { font: 14px system-ui, sans-serif; padding: 2px 6px; width: 16em; }
+.bt-search .bt-results { position: absolute; right: 0; z-index: 10; width: 32em; max-height: 70vh; overflow-y: auto;
+  margin: 4px 0 0 0; padding: 6px 10px; list-style: none; background: #fff; border: 1px solid #d0d7de;
+  box-shadow: 0 4px 12px rgba(0,0,0,.15); }
+.bt-search .bt-results li { margin: 0 0 8px 0; }
+.bt-search .bt-results ul { margin: 2px 0 0 0; padding-left: 1.2em; }
+.bt-search .bt-page-link { font-weight: bold; }
+.bt-search .bt-count { color: #555; }
+.bt-search .bt-snippet { color: #444; font-size: 13px; }
+@media print { .bt-search { display: none; } }
 """ + handout.PRINT_CSS
 
 TEMPLATE = r"""
@@ -234,6 +260,8 @@ def nav_bar(items, i, where) -> str:
     parts.append('<a href="index.html">Contents</a>' if i is not None else '<span class="bt-here">Contents</span>')
     if i is not None and i + 1 < len(items):
         parts.append(f'<a rel="next" href="{page_name(items[i + 1]["file"])}">{html.escape(items[i + 1]["title"])} →</a>')
+    if where == "top":
+        parts.append(SEARCH_BOX)
     return f'<nav class="bt-nav {where}">' + "".join(parts) + "</nav>"
 
 
@@ -322,7 +350,66 @@ def build(out: pathlib.Path = DEFAULT_OUT, only=None) -> list:
         page = out / page_name(it["file"])
         page.write_text(rewrite_links(body, items, out, copied), encoding="utf-8")
         written.append(page)
+    if not only:                          # the index covers every page: only on a full build
+        write_search(out, written)
     return written
+
+
+def install_lunr() -> pathlib.Path:
+    """lunr from its npm package, once, into .npm-tools/ (then the build needs no network)."""
+    if not (LUNR_PKG / "lunr.min.js").is_file():
+        npm = shutil.which("npm")
+        if npm is None:
+            raise SystemExit("site: npm is needed once to install lunr, the search (Debian: apt-get install npm)")
+        NPM_TOOLS.mkdir(exist_ok=True)
+        subprocess.run([npm, "install", "--prefix", str(NPM_TOOLS), "--no-audit", "--no-fund",
+                        "--loglevel=error", f"lunr@{LUNR_VERSION}"], check=True, timeout=300)
+    return LUNR_PKG
+
+
+_SECTION_HEAD = re.compile(r'<h([1-3])\b[^>]*?\bid="([^"]+)"[^>]*>(.*?)</h\1>', re.S)
+_DROP = re.compile(r'<(script|style|nav|svg|math)\b.*?</\1>|<details class="bt-hidden-source">.*?</details>', re.S)
+
+
+def plain(fragment: str) -> str:
+    text = re.sub(r"<[^>]+>", " ", fragment)
+    return " ".join(html.unescape(text).replace("\u00b6", " ").split())
+
+
+def search_docs(page: pathlib.Path, out: pathlib.Path) -> list:
+    """One search entry per section (h1-h3 with an id) of a built page: its title, heading, text."""
+    body = page.read_text(encoding="utf-8")
+    title = plain((re.search(r"<title>(.*?)</title>", body, re.S) or re.search("()", "")).group(1)) or page.stem
+    body = _DROP.sub(" ", body.split("<body", 1)[-1])
+    heads = list(_SECTION_HEAD.finditer(body))
+    name = page.relative_to(out).as_posix()
+    docs = []
+    if not heads or plain(body[:heads[0].start()]):
+        docs.append({"id": name, "page": name, "title": title, "section": "",
+                     "text": plain(body[:heads[0].start()] if heads else body)})
+    for k, m in enumerate(heads):
+        end = heads[k + 1].start() if k + 1 < len(heads) else len(body)
+        docs.append({"id": f"{name}#{m.group(2)}", "page": name, "title": title, "section": plain(m.group(3)),
+                     "text": plain(body[m.end():end])})
+    return [d for d in docs if d["text"] or d["section"]]
+
+
+def write_search(out: pathlib.Path, pages: list) -> None:
+    """search/: lunr.min.js, the index of every page (lunr's builder, in Node) and the box's script."""
+    lunr = install_lunr()
+    node = shutil.which("node")
+    if node is None:
+        raise SystemExit("site: node is needed to build the search index (Debian: apt-get install nodejs)")
+    dest = out / SEARCH_DIR
+    dest.mkdir(exist_ok=True)
+    shutil.copyfile(lunr / "lunr.min.js", dest / "lunr.min.js")
+    shutil.copyfile(ROOT / "scripts" / "site_search_ui.js", dest / "search.js")
+    docs = [d for page in pages for d in search_docs(page, out)]
+    with tempfile.TemporaryDirectory() as tmp:
+        source = pathlib.Path(tmp) / "docs.json"
+        source.write_text(json.dumps(docs), encoding="utf-8")
+        subprocess.run([node, str(ROOT / "scripts" / "site_search.js"), str(lunr), str(source), str(dest / "index.js")],
+                       check=True, timeout=300, stdout=subprocess.DEVNULL)
 
 
 def main(argv) -> int:

@@ -1,142 +1,256 @@
-"""Write docs/teachers_guide.md: one page a teacher plans a class from.
+"""Write docs/teachers_guide.md: lesson plans a teacher can run, one 45-minute plan per notebook.
 
     python scripts/teachers_guide.py           # rewrite docs/teachers_guide.md
     python scripts/teachers_guide.py --check   # exit 1 if it is out of date (tests/test_teachers_guide.py)
 
-Generated from the notebooks as they are now: each notebook's core-path minutes
-(scripts/lengths.py), its learning objectives (its "What you'll learn"), the cells to run live
-(the first before/after picture, the first live error and the first exercise on its core path,
-found by scripts/skeleton.py) and the suggested session plans, computed from those minutes.
-Written by hand, in NOTES below: where learners get stuck (the misconceptions the source
-discussions show), two discussion questions with short answers, and the homework exercise.
+Data-driven: the hand-written part is scripts/lesson_plans.toml (what to say, why each exercise's
+answer is right, the questions students ask, the exercises done in class, the homework). The rest
+comes from the notebooks as they are now:
+- each section's minutes: scripts/lengths.py's model, on that section's cells;
+- the cells to run live (pictures and errors on the core path, found by scripts/skeleton.py);
+- before each live error, a "predict this" question, and the expected answer: the error the
+  committed output shows (nbval checks those outputs), plus why, from the data;
+- each exercise's right answer, from its solution cell.
+A plan fills exactly 45 minutes: opening, the sections, the exercises done in class, questions,
+wrap-up; if the core path reads longer than the time left, its sections are shortened in
+proportion and the plan says so. The slides' speaker notes (scripts/slides.py) are the plan's
+rows, from `notes(path)`.
 """
 from __future__ import annotations
 
+import dataclasses
 import re
 import sys
+import tomllib
+
+import nbformat
 
 from scripts import ROOT, lengths, nav, skeleton
 
 GUIDE = ROOT / "docs" / "teachers_guide.md"
-ACTIVITY_MINUTES = 10     # per notebook in class, on top of its core path: 5 for the exercises, 5 for discussion
-OPENING_MINUTES = 5       # per session: what we do today, and the question of the first notebook
+PLANS = ROOT / "scripts" / "lesson_plans.toml"
+PERIOD = 45               # minutes of one class
+OPENING_MINUTES = 3       # the notebook's question and objectives
+EXERCISE_MINUTES = 4      # per exercise in class: predict (hands up), run, explain
+WRAP_UP_MINUTES = 3       # the summary, the homework, the pointer to what comes next
+MIN_QUESTIONS = 3         # at least this long for questions
+MAX_QUESTIONS = 8         # time left over beyond this goes to the sections, in proportion
+PREDICT_MINUTES = 2       # per live error, on top of reading: predict, hands up, run, why
+SESSIONS = {90: [["00", "01"]], 45: [["00"], ["01"], ["10"]]}   # the suggested sessions: whole plans
+NOT_SECTIONS = re.compile(r"^(\d+\.\s*)?(Exercises?|Summary|Further reading|Solutions?)\b", re.I)
 
-# Written by hand, per notebook number. Facts here are the ones the notebooks check.
-NOTES = {
-    "00": dict(
-        stuck=["*\"backward() deletes the graph\"*: it frees the **saved tensors**; the nodes and arrows stay "
-               "(section 3 walks them after backward).",
-               "*\"every op saves its inputs\"*: `sum` and `+` save nothing, `*` saves both inputs (section 4)."],
-        questions=[("After `y.backward()`, can you still walk `y.grad_fn.next_functions`?",
-                    "Yes. Only the saved tensors are freed; reading one (`_saved_self`) raises the "
-                    "*backward through the graph a second time* error."),
-                   ("Why does `x + 2` save nothing while `x * x` saves `x`?",
-                    "The gradient of an addition does not depend on the values; the gradient of a product does (2x).")],
-        homework="0.3"),
-    "01": dict(
-        stuck=["*\"retain_graph keeps the gradients\"*: it keeps the saved tensors; `.grad` adds up with or without it.",
-               "*\"retain_graph=True once keeps the graph for good\"*: it holds for that call only; the next call "
-               "without it frees the saved tensors (the four calls in a row)."],
-        questions=[("`d` and `e` share `a`. Why does `e.backward()` fail after `d.backward()`?",
-                    "`d`'s pass freed the saved tensors of the shared nodes, and `e`'s pass needs them."),
-                   ("What does `retain_graph=True` cost?",
-                    "Memory: the saved tensors (activations) stay alive until the graph's last reference goes "
-                    "(section 7 measures it).")],
-        homework="1.1"),
-    "02": dict(
-        stuck=["*\"each loss needs `retain_graph=True`\"*: only the backward calls before the last one through the "
-               "shared trunk; or sum the losses and backward once.",
-               "*\"`optimizer.step()` between the two backward calls is harmless\"*: it changes weights in place that the "
-               "retained graph saved (section 6)."],
-        questions=[("After only `loss_car.backward()`, which parts have a gradient?",
-                    "The trunk and the car head; the cat head's `.grad` stays `None`."),
-                   ("Why can `optimizer.step()` between `loss1.backward(retain_graph=True)` and `loss2.backward()` raise?",
-                    "The step updates saved weights in place; their version counter changed, so the second backward refuses "
-                    "(*modified by an inplace operation*).")],
-        homework="2.3"),
-    "03": dict(
-        stuck=["*\"summed and sequential backward give different gradients\"*: the same, up to rounding; what differs "
-               "is the cost (the shared trunk is backwarded once per loss) and how long memory is held."],
-        questions=[("Why does the sequential way run the trunk's nodes twice?",
-                    "Each backward walks from its own loss to the leaves, and the trunk lies on both paths."),
-                   ("When is backwarding each loss on its own the right tool?",
-                    "When you need each loss's gradient separately: gradient surgery such as PCGrad, "
-                    "or per-task gradient norms.")],
-        homework="3.1"),
-    "04": dict(
-        stuck=["*\"retain_grad() stops the graph from being freed\"*: it only stores one non-leaf's gradient; the saved "
-               "tensors are freed as usual, and a second backward still fails.",
-               "*\"retain_grad() must come before the ops that use the tensor\"*: anywhere before `backward()` works; "
-               "after `backward()` it is silently too late."],
-        questions=[("`y.retain_grad()` called after `backward()`: why is `y.grad` `None`, with no warning?",
-                    "The flag is set (so no warning), but the gradient was computed and dropped in the pass that already ran."),
-                   ("How do you get an intermediate tensor's gradient without storing it in `.grad`?",
-                    "A hook (`y.register_hook`) or `torch.autograd.grad(loss, y)`.")],
-        homework="4.2"),
-    "05": dict(
-        stuck=["*\"gradient accumulation needs retain_graph\"*: each micro-batch builds its own graph and is backwarded once.",
-               "*\"retain_graph=True is enough for a second derivative\"*: the gradient then has no graph; "
-               "`create_graph=True` is needed."],
-        questions=[("Why does `x.grad` double after a second backward through a retained graph?",
-                    "`backward()` adds into `.grad`; `optimizer.zero_grad()` or `x.grad = None` resets it."),
-                   ("Why is each micro-batch's mean loss divided by the number of micro-batches?",
-                    "The gradients add up: k micro-batch means give k times the full batch's mean gradient.")],
-        homework="5.2"),
-    "06": dict(
-        stuck=["*\"`y.sum().backward()` gives the derivative of every element\"*: only when each output depends on one "
-               "input (elementwise ops); in general it is the vector-Jacobian product with a vector of ones (section 4)."],
-        questions=[("Why does `backward()` fail on a tensor with many elements?",
-                    "Backward computes a vector-Jacobian product; for a non-scalar output it needs the vector (`gradient=`)."),
-                   ("What does `y.backward(gradient=v)` compute?",
-                    "vᵀJ: the gradient of the weighted sum `(v * y).sum()` with respect to the inputs.")],
-        homework="6.2"),
-    "07": dict(
-        stuck=["*\"GAN training needs retain_graph\"*: with `fake.detach()` in the D step and a fresh forward of D "
-               "in the G step, nothing is backwarded twice.",
-               "*\"one forward per saliency class\"*: one forward serves every class; all calls but the last one keep "
-               "the graph with `retain_graph=True`."],
-        questions=[("Why `fake.detach()` in the discriminator's step?",
-                    "D's loss must not reach G: the backward stops at the detached images, so G's graph is left alone."),
-                   ("Why does the generator's step need a fresh forward of D?",
-                    "D's weights were updated in place by its step; the old D graph saved the old weights.")],
-        homework="7.2"),
-    "08": dict(
-        stuck=["*\"a graph kept alive is never freed\"*: it is freed when its last reference goes (section 2.1).",
-               "*\"one `autograd.grad` call per parameter costs the same as one call\"*: each call walks the chain again, "
-               "quadratic in depth (section 1)."],
-        questions=[("Why is `total += loss` in a training loop a leak?",
-                    "`total` keeps every step's graph alive; add `loss.item()` or `loss.detach()` instead."),
-                   ("Why is asking for each weight's gradient in its own call quadratic in depth?",
-                    "Each call walks the chain from the loss down to that weight: 1 + 2 + ... + L node runs.")],
-        homework="8.2"),
-    "09": dict(
-        stuck=["Popular explanations contradict each other, and many are half right: *\"the graph is freed\"* is true of "
-               "the saved tensors and false of the nodes."],
-        questions=[("Is \"backward() frees the graph\" true?",
-                    "Partly: the saved tensors are freed; the nodes, the edges and the leaves' `.grad` remain."),
-                   ("Does the placement of `retain_grad()` change any gradient value?",
-                    "No. It only decides whether a non-leaf's gradient is stored in `.grad`.")],
-        homework="9.1"),
-    "10": dict(
-        stuck=["*\"I call backward once per step, so it cannot be a second time\"*: state carried over from the last step "
-               "still points into the last step's graph.",
-               "*\"`retain_graph=True` fixes it\"*: the error goes away, and the graph and the step time grow every step."],
-        questions=[("Where does the \"second time\" come from in a loop with one backward per step?",
-                    "A tensor from an earlier step (a hidden state, a module attribute, something computed before the loop, "
-                    "a running total) links this step's graph to the last one."),
-                   ("When is keeping a graph across steps right?",
-                    "Backpropagation through time over a window; the window then ends with `detach()` (truncated BPTT).")],
-        homework="10.1"),
-    "11": dict(
-        stuck=["Mixing up the two things backward touches: saved tensors (what `retain_graph` keeps) and `.grad` "
-               "(what `retain_grad()` and `zero_grad()` are about)."],
-        questions=[("A loop carrying `h` fails on its second step. Which row of the table fixes it?",
-                    "`detach()` at the step boundary; `retain_graph=True` hides the error and lets the graph grow."),
-                   ("`retain_graph` or `create_graph`: what is the difference?",
-                    "`retain_graph` keeps saved tensors for another pass; `create_graph` records the backward pass so the "
-                    "gradient can be differentiated, and implies `retain_graph`.")],
-        homework="11.1"),
-}
+
+def load_plans() -> dict:
+    return tomllib.loads(PLANS.read_text(encoding="utf-8"))
+
+
+def section_key(title: str) -> str:
+    """A section's key in the data: its number ("2", "6.1"), "Exercise 1.2" for an exercise,
+    else its heading text without markup ("Summary")."""
+    plain = re.sub(r"[`*]", "", title).strip()
+    m = re.match(r"^(Exercise \d+\.\d+)\b", plain)
+    if m:
+        return m.group(1)
+    m = re.match(r"^(\d+(?:\.\d+)*)\.?\s", plain)
+    return m.group(1) if m else plain
+
+
+def parent_keys(key: str) -> list:
+    """"6.1" -> ["6.1", "6"]; others -> [key]."""
+    parts = key.split(".")
+    return [".".join(parts[:n]) for n in range(len(parts), 0, -1)] if key[:1].isdigit() else [key]
+
+
+@dataclasses.dataclass
+class Section:
+    key: str
+    title: str
+    cells: list               # the cells (markdown split at the section's heading), for minutes
+    live: list                # [(what, detail)]: pictures and errors to run live
+    first_sentence: str = ""
+
+
+def _split_level2(source: str) -> list:
+    """A markdown cell's text cut before each heading of level 1 or 2 (outside code fences)."""
+    pieces, cur = [], []
+    for line, is_text in lengths.outside_fences(source.splitlines()):
+        m = lengths.HEADING.match(line) if is_text else None
+        if m and len(m.group(1)) <= 2 and cur:
+            pieces.append("\n".join(cur))
+            cur = []
+        cur.append(line)
+    if cur:
+        pieces.append("\n".join(cur))
+    return pieces
+
+
+def first_sentence(markdown: str) -> str:
+    body = "\n".join(ln for ln in markdown.splitlines() if not lengths.HEADING.match(ln)).strip()
+    para = re.split(r"\n\s*\n", body)[0] if body else ""
+    para = " ".join(para.split())
+    m = re.match(r"(.+?[.:!?])(\s|$)", para)
+    return (m.group(1) if m else para)[:300]
+
+
+def error_of(cell):
+    return next((o for o in cell.get("outputs", []) if o.get("output_type") == "error"), None)
+
+
+def error_line(err) -> str:
+    """The error as the class will see it: its type and its first sentence."""
+    text = " ".join(re.sub(r"\x1b\[[0-9;]*m", "", err.get("evalue", "")).split())
+    m = re.match(r"(.+?[.!?])(\s|$)", text)
+    return f"{err.get('ename', 'Error')}: {m.group(1) if m else text}"
+
+
+def sections(nb) -> list:
+    """The core path's numbered sections (level 2), in order, with their cells and live cells;
+    exercises, the summary and further reading are not among them."""
+    sk = skeleton.classify(nb)
+    out, current = [], None
+    for i, cell in enumerate(nb.cells):
+        if not sk.core(i) or sk.kind[i] == "title":
+            continue
+        pieces = _split_level2(cell.source) if cell.cell_type == "markdown" else [None]
+        for piece in pieces:
+            h = skeleton.heading(nbformat.v4.new_markdown_cell(piece)) if piece is not None else None
+            if h and h[0] <= 2:
+                current = None if NOT_SECTIONS.match(h[1]) or h[1].startswith("Going deeper") else \
+                    Section(section_key(h[1]), h[1], [], [], first_sentence(piece))
+                if current:
+                    out.append(current)
+            if current is None:
+                continue
+            if piece is not None:
+                current.cells.append(nbformat.v4.new_markdown_cell(piece))
+                continue
+            current.cells.append(cell)
+            if cell.cell_type == "code" and not lengths.is_hidden(cell):
+                sub = skeleton.last_heading(nb.cells[sk.section[i]])
+                sub_key = section_key(sub[1]) if sub else current.key
+                err = error_of(cell)
+                if err is not None:
+                    current.live.append(("error", (sub_key, err)))
+                elif re.search(r"\b(watch|draw_steps|draw|step_through)\(", cell.source):
+                    current.live.append(("picture", code_line(cell)))
+    return out
+
+
+def code_line(cell) -> str:
+    lines = [ln.split("  #")[0].strip() for ln in cell.source.splitlines()]
+    lines = [ln for ln in lines if ln and not ln.startswith("#")]
+    return next((ln for ln in lines if re.search(r"\b(watch|draw_steps|draw|step_through)\(", ln)), lines[-1])
+
+
+def section_minutes(sec: Section) -> float:
+    nb = nbformat.v4.new_notebook(cells=sec.cells)
+    return lengths.measure_notebook(nb, sec.key).minutes
+
+
+def solutions(nb) -> dict:
+    """{exercise: the right answer's source}, from the solution cells."""
+    sk = skeleton.classify(nb)
+    return {name: arg for _, c in sk.cells("solution") if c.cell_type == "code"
+            for name, arg in skeleton.check_calls(c.source)}
+
+
+@dataclasses.dataclass
+class Row:
+    start: int
+    minutes: int
+    what: str
+    say: str
+    live: list = dataclasses.field(default_factory=list)    # lines
+    key: str = ""
+
+
+def predict_text(data: dict, key: str, err) -> tuple:
+    """(question, expected answer) for a live error."""
+    why = next((data.get("predict", {})[k] for k in parent_keys(key) if k in data.get("predict", {})), "")
+    question = "Before running it: does this cell run to the end? If not, which error, and why?"
+    answer = f"It raises `{error_line(err)}`" + (f" Why: {why}" if why else "")
+    return question, answer
+
+
+def plan_rows(path, data: dict, nb=None) -> tuple:
+    """The 45-minute plan of one notebook: ([Row], note). Its minutes add up to PERIOD."""
+    nb = nb or nbformat.read(path, as_version=4)
+    info = nav.info(path)[1]
+    secs = sections(nb)
+    in_class = data.get("in_class", [])
+    fixed = OPENING_MINUTES + EXERCISE_MINUTES * len(in_class) + WRAP_UP_MINUTES
+    room = PERIOD - fixed - MIN_QUESTIONS
+    raw = [max(1.0, section_minutes(s)) + PREDICT_MINUTES * sum(k == "error" for k, _ in s.live) for s in secs]
+    note = ""
+    if sum(raw) > room:
+        factor = room / sum(raw)
+        note = (f"The core path reads in about {round(sum(raw))} min; in class its sections get "
+                f"{room} min, presented rather than read: learners read it in full as preparation or afterwards.")
+        raw = [r * factor for r in raw]
+    elif secs and room + MIN_QUESTIONS - sum(raw) > MAX_QUESTIONS:     # time to spare: a slower pace
+        factor = (room + MIN_QUESTIONS - MAX_QUESTIONS) / sum(raw)
+        raw = [r * factor for r in raw]
+    mins = [max(1, round(r)) for r in raw]
+    while sum(mins) > room:                       # rounding: take back from the longest
+        mins[mins.index(max(mins))] -= 1
+    while secs and PERIOD - fixed - sum(mins) > MAX_QUESTIONS:     # rounding: give to the longest
+        mins[mins.index(max(mins))] += 1
+    questions = PERIOD - fixed - sum(mins)
+    say = data.get("say", {})
+    objectives_text = "; ".join(objectives(nb))
+    rows, t = [], 0
+
+    def add(minutes, what, text, live=(), key=""):
+        nonlocal t
+        rows.append(Row(t, minutes, what, text, list(live), key))
+        t += minutes
+
+    add(OPENING_MINUTES, "Opening", f"Ask the notebook's question: *{info['question']}* Today: {objectives_text}.",
+        key="title")
+    for sec, m in zip(secs, mins):
+        live = []
+        for kind, detail in sec.live:
+            if kind == "picture":
+                live.append(f"Run the picture: `{detail}`; point at what changed.")
+            else:
+                sub, err = detail
+                q, a = predict_text(data, sub, err)
+                live.append(f"**Predict this** (section {sub}): {q} *Expected:* {a}")
+        add(m, f"{sec.title}", say.get(sec.key) or f"(from the notebook) {sec.first_sentence}", live, key=sec.key)
+    answers = solutions(nb)
+    for name in in_class:
+        add(EXERCISE_MINUTES, f"Exercise {name}",
+            "Learners predict and write their answer (1 min), hands up for each answer, then run the check cell.",
+            [f"*Answer:* `{answers.get(name, '?')}`. {data.get('answers', {}).get(name, '')}"], key=f"Exercise {name}")
+    asked = data.get("asked", [])
+    add(questions, "Questions students ask",
+        "Take the class's questions; if none come, ask these: " + " ".join(f"*{x['q']}*" for x in asked[:2]),
+        key="questions")
+    wrap = "Read the summary aloud; give the homework."
+    see = data.get("see_also")
+    if see:
+        wrap += f" Then point to {see_also_link(see)}: {see['why']}."
+    add(WRAP_UP_MINUTES, "Wrap-up", wrap, [homework_text(data)], key="Summary")
+    assert t == PERIOD, (path.name, t)
+    return rows, note
+
+
+def see_also_link(see: dict) -> str:
+    path = next(p for p in nav.notebooks() if p.name.startswith(see["notebook"]))
+    nb = nbformat.read(path, as_version=4)
+    for c in nb.cells:
+        if c.cell_type == "markdown":
+            for line in c.source.splitlines():
+                m = lengths.HEADING.match(line)
+                if m and section_key(m.group(2)) == see["section"] and len(m.group(1)) == 2:
+                    return f"[{see['notebook']} §{see['section']}](../notebooks/{path.name}#{skeleton.heading_anchor(line)})"
+    raise SystemExit(f"lesson_plans.toml: no section {see['section']} in notebook {see['notebook']}")
+
+
+def homework_text(data: dict) -> str:
+    if data.get("homework"):
+        return f"Homework: Exercise {data['homework']} (not done in class; its check cell says right or gives a hint)."
+    return f"Homework: {data['homework_task']}"
 
 
 def objectives(nb) -> list:
@@ -146,116 +260,106 @@ def objectives(nb) -> list:
     return [m.group(1).rstrip(";.") for m in re.finditer(r"^- (.+)$", part.split("**Prerequisites", 1)[0], re.M)]
 
 
-def live_cells(sk) -> list:
-    """[(what, section title, the line to point at)]: the first before/after picture (or picture), the
-    first live error and the first exercise on the core path (an exercise's check cell may be folded)."""
-    def section_title(i):
-        h = skeleton.last_heading(sk.nb.cells[sk.section[i]])
-        return h[1] if h else "top"
-
-    def first(pred, visible=True):
-        for i, cell in enumerate(sk.nb.cells):
-            if cell.cell_type == "code" and sk.core(i) and not (visible and lengths.is_hidden(cell)) and pred(i, cell):
-                return i
-        return None
-
-    def code_lines(i):   # without comments (a '#' inside a string is rare enough in these cells)
-        lines = (ln.split("  #")[0].strip() for ln in sk.nb.cells[i].source.splitlines())
-        return [ln for ln in lines if ln and not ln.startswith("#")]
-
+def fmt_rows(rows) -> list:
     out = []
-    picture = first(lambda i, c: "watch(" in c.source or "draw_steps(" in c.source)
-    what = "the before/after picture"
-    if picture is None:
-        picture, what = first(lambda i, c: "draw(" in c.source), "a picture of the graph"
-    if picture is not None:
-        line = next(ln for ln in code_lines(picture) if re.search(r"\b(watch|draw_steps|draw)\(", ln))
-        out.append((what, section_title(picture), f"the cell with `{line}`"))
-    error = first(lambda i, c: sk.kind[i] == "raises")
-    if error is not None:   # the line that raises is the last one of the cell
-        out.append(("the error, live", section_title(error), f"the cell ending `{code_lines(error)[-1]}`"))
-    exercise = first(lambda i, c: sk.kind[i] == "check", visible=False)
-    if exercise is not None:
-        out.append(("predict, then run", section_title(exercise), "its answer cell, then its check cell"))
+    for r in rows:
+        out.append(f"- **{r.start}–{r.start + r.minutes} min · {r.what}** ({r.minutes} min). {r.say}")
+        out += [f"  - {line}" for line in r.live]
     return out
 
 
-def plan(minutes: dict, length: int, sessions: int) -> tuple:
-    """Notebooks in course order, each session filled while the core paths plus ACTIVITY_MINUTES each fit
-    (after OPENING_MINUTES). Returns ([[(number, minutes in class)]], [numbers left over]).
-    A notebook longer than a session on its own gets a session of its own (flagged in the text)."""
-    order = [n for n in minutes if n in NOTES]
-    plans, i = [], 0
-    for _ in range(sessions):
-        used, this = OPENING_MINUTES, []
-        while i < len(order) and (not this or used + minutes[order[i]] + ACTIVITY_MINUTES <= length):
-            this.append((order[i], minutes[order[i]] + ACTIVITY_MINUTES))
-            used += minutes[order[i]] + ACTIVITY_MINUTES
-            i += 1
-        plans.append(this)
-    return plans, order[i:]
+class Notes:
+    """Speaker notes for the slides of one notebook: the plan's rows, by section key."""
+
+    def __init__(self, path):
+        plans = load_plans()
+        self.data = plans.get(path.name[:2], {})
+        self.rows = plan_rows(path, self.data)[0] if self.data else []
+
+    def section(self, key: str) -> str:
+        if key.startswith("Exercise "):
+            rows = [r for r in self.rows if r.key == key]
+            name = key.split()[1]
+            answer = self.data.get("answers", {}).get(name, "")
+            return (f"{key}: learners predict first, then run the check. {answer}").strip()
+        for k in parent_keys(key):
+            rows = [r for r in self.rows if r.key == k]
+            if rows:
+                r = rows[0]
+                return f"{r.start}–{r.start + r.minutes} min. {r.say}"
+        if re.match(r"^(\d+\.\s*)?Exercises?\b", key):
+            return "Exercises: learners predict before each check cell runs (see the plan's exercise rows)."
+        return "Not in the 45-minute plan: for reading after class."
+
+    def predict(self, key: str, err) -> str:
+        q, a = predict_text(self.data, key, err)
+        return f"Predict this: {q} Let the class answer first, then click. Expected: {a}"
 
 
-def session_text(plans, left, length, titles) -> list:
-    out = []
-    for k, session in enumerate(plans, 1):
-        total = OPENING_MINUTES + sum(m for _, m in session)
-        parts = " + ".join(f"{titles[n]} ({m} min)" for n, m in session)
-        over = f" **Over the period by {total - length} min**: shorten the discussion." if total > length else ""
-        out.append(f"- Session {k} ({total} of {length} min): opening ({OPENING_MINUTES} min) + {parts}.{over}")
-    if left:
-        out.append("- Not in class: " + ", ".join(titles[n] for n in left) + " (reading and homework).")
-    return out
+def notes(path) -> Notes:
+    return Notes(path)
 
 
 def guide() -> str:
+    plans = load_plans()
     items = []
     for path in nav.notebooks():
-        sk = skeleton.read(path)
-        items.append((path.name[:2], path, sk, nav.info(path)[1]))
+        nb, it = nav.info(path)
+        items.append((path.name[:2], path, nb, it))
     minutes = {n: lengths.core_minutes(p) for n, p, _, _ in items}
     titles = {n: it["title"] for n, _, _, it in items}
     out = ["# Teacher's guide",
            "",
-           "<!-- generated by scripts/teachers_guide.py from the notebooks and its NOTES; edit those, not this file -->",
+           "<!-- generated by scripts/teachers_guide.py from the notebooks and scripts/lesson_plans.toml; "
+           "edit those, not this file -->",
            "",
-           "One page to plan a class. **Core minutes** is the notebook's core path (everything outside its "
-           "*Going deeper* sections), read and run: "
-           f"{lengths.WORDS_PER_MINUTE} words a minute and {lengths.SECONDS_PER_CODE_LINE} s per visible code line "
-           f"(`python scripts/lengths.py`). In class, add about {ACTIVITY_MINUTES} minutes per notebook for its exercises "
-           "and the discussion questions.",
+           "Lesson plans to run a class from: for every notebook, 45 minutes, minute by minute, with what to say, "
+           "the cells to run live, a *predict this* question before each live error and its expected answer; "
+           "then an answer key that explains each exercise, the questions students usually ask, and homework "
+           "that is not the exercise done in class. **Core minutes** is the notebook's core path (everything "
+           f"outside its *Going deeper* sections) at {lengths.RATE} (`python scripts/lengths.py`).",
            "",
            "To prepare: `bash scripts/student` for the learners' copies (no solutions), `bash scripts/site` for the "
-           "projector and the printable handout (`build/site/handout.html`), and `bash scripts/slides` for the "
-           "core path as slides (see the README, *Teaching with it*).",
+           "site and the printable handout (`build/site/handout.html`), and `bash scripts/slides` for the slides "
+           "(`build/slides/`; press `S` for the speaker notes, which are the plan's rows).",
            "",
            "## Suggested sessions",
            "",
-           "One 90-minute session:",
+           "Every session is made of whole 45-minute plans (below), so every minute is planned.",
            ""]
-    out += session_text(*plan(minutes, 90, 1), 90, titles)
-    out += ["", "Three 45-minute sessions:", ""]
-    out += session_text(*plan(minutes, 45, 3), 45, titles)
-    out += ["", "Hand out the printed cheat sheet and summaries (`build/site/handout.html`) at the end of the last session.",
+    for length, sessions in SESSIONS.items():
+        out += [f"{'One' if len(sessions) == 1 else len(sessions)} × {length} minutes:", ""]
+        for k, session in enumerate(sessions, 1):
+            total = PERIOD * len(session)
+            parts = " + ".join(f"{titles[n]} ({PERIOD} min, its plan below)" for n in session)
+            out.append(f"- Session {k} ({total} of {length} min): {parts}.")
+        left = [titles[n] for n in titles if not any(n in s for s in sessions)]
+        out += ["- Not in class: " + ", ".join(left) + " (reading and homework; each has its own plan below).", ""]
+    out += ["Hand out the printed cheat sheet and summaries (`build/site/handout.html`) at the end of the last session.",
             "", "| Notebook | Core minutes | Homework |", "|---|---:|---|"]
     for n, path, _, it in items:
-        note = NOTES.get(n)
-        out.append(f"| [{it['title']}](../notebooks/{path.name}) | {minutes[n]} | "
-                   f"{'Exercise ' + note['homework'] if note else '-'} |")
-    for n, path, sk, it in items:
-        note = NOTES.get(n)
+        data = plans.get(n, {})
+        hw = f"Exercise {data['homework']}" if data.get("homework") else ("a task of its own" if data else "-")
+        out.append(f"| [{it['title']}](../notebooks/{path.name}) | {minutes[n]} | {hw} |")
+    for n, path, nb, it in items:
+        data = plans.get(n)
         out += ["", f"## [{it['title']}](../notebooks/{path.name})", "",
                 f"*{it['question']}* Core path: **{minutes[n]} min**.", "", "**Objectives**"]
-        out += [f"- {o}" for o in objectives(sk.nb)]
-        out += ["", "**Run live**"]
-        out += [f"- {what}: section *{sec}*, {where}" for what, sec, where in live_cells(sk)]
-        if note is None:
-            out += ["", "*No teaching notes yet: add this notebook to NOTES in scripts/teachers_guide.py.*"]
+        out += [f"- {o}" for o in objectives(nb)]
+        if data is None:
+            out += ["", f"*No lesson plan yet: add notebook {n} to scripts/lesson_plans.toml.*"]
             continue
-        out += ["", "**Where learners get stuck**"] + [f"- {s}" for s in note["stuck"]]
-        out += ["", "**Discussion**"]
-        out += [f"{k}. {q}  \n   *Answer:* {a}" for k, (q, a) in enumerate(note["questions"], 1)]
-        out += ["", f"**Homework:** Exercise {note['homework']} (its check cell says right or gives a hint)."]
+        rows, note = plan_rows(path, data, nb)
+        out += ["", "**The 45 minutes**", ""] + ([note, ""] if note else []) + fmt_rows(rows)
+        answers = solutions(nb)
+        out += ["", "**Answer key**", ""]
+        for name in skeleton.classify(nb).exercise_names():
+            why = data.get("answers", {}).get(name, "*(no explanation yet)*")
+            out.append(f"- **{name}**: `{answers.get(name, '?')}`. {why}")
+        out += ["", "**Where learners get stuck**", ""] + [f"- {s}" for s in data.get("stuck", [])]
+        out += ["", "**Questions students usually ask**", ""]
+        out += [f"{k}. {x['q']}  \n   *Answer:* {x['a']}" for k, x in enumerate(data.get("asked", []), 1)]
+        out += ["", f"**{homework_text(data)}**"]
     return "\n".join(out) + "\n"
 
 

@@ -63,7 +63,8 @@ def test_every_notebook_has_a_page_in_order(site):
 def test_pages_need_no_network_and_keep_solutions_folded(site):
     for page in sorted(site.glob("*.html")):
         text = page.read_text()
-        assert "<script src=" not in text, f"{page.name}: loads a script"         # require.js, MathJax ...
+        scripts = re.findall(r'<script src="([^"]*)"', text)                     # require.js, MathJax ...: none
+        assert scripts == [f"search/{f}" for f in ("lunr.min.js", "index.js", "search.js")], (page.name, scripts)
         assert not re.search(r'<(?:script|link|img|iframe)\b[^>]*\b(?:src|href)="(?:https?:)?//', text), page.name
         assert "mathjax" not in text.lower(), page.name
     for nb_path in NOTEBOOKS:
@@ -318,3 +319,49 @@ def test_site_in_chromium(site, browser):
     page.close()
     print(f"site checked in Chromium in {time.perf_counter() - start:.1f} s: {len(pages)} pages, "
           f"screenshot {ARTIFACTS / 'site.png'}")
+
+
+def searchable_pages(site, word: str) -> set:
+    """The pages whose indexed text (build_site.search_docs: visible text, no hidden code) has `word`."""
+    from scripts import build_site
+
+    return {d["page"] for page in sorted(site.glob("*.html")) for d in build_site.search_docs(page, site)
+            if word.lower() in (d["title"] + " " + d["section"] + " " + d["text"]).lower()}
+
+
+def test_search_in_chromium(site, browser):
+    """The search box, offline from file://: `retain_graph` finds every page that has it, 01 first
+    (its title); a rarer word finds exactly its pages; Enter opens the first hit."""
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    problems, offsite = [], []
+    page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: problems.append(str(e)))
+    page.route("**/*", lambda r: r.continue_() if r.request.url.startswith(("file://", "data:"))
+               else (offsite.append(r.request.url), r.abort()))
+    pages = sorted(p.name for p in site.glob("*.html"))
+    assert {"index.html", "teachers_guide.html", "handout.html"} <= set(pages)
+
+    def results(start: str, query: str) -> list:
+        page.goto((site / start).as_uri(), wait_until="load")
+        box = page.locator(".bt-search input")
+        box.fill("")
+        box.type(query)
+        page.wait_for_selector(".bt-search .bt-count")
+        return page.evaluate("() => [...document.querySelectorAll('.bt-search .bt-results > li.bt-page')]"
+                             ".map(li => li.dataset.page)")
+
+    found = results("04_retain_grad_placement.html", "retain_graph")
+    assert found[0] == "01_shared_graph_retain_graph.html", found
+    assert set(found) == searchable_pages(site, "retain_graph") and "teachers_guide.html" in found
+    rare = "repackage_hidden"
+    want = searchable_pages(site, rare)
+    assert 0 < len(want) < len(pages) and set(results("index.html", rare)) == want, want
+    assert results("index.html", "xyzzy_not_in_the_course") == []
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    results("index.html", "retain_graph")
+    page.screenshot(path=str(ARTIFACTS / "site-search.png"))
+    page.locator(".bt-search input").press("Enter")
+    page.wait_for_load_state("load")
+    assert "01_shared_graph_retain_graph.html" in page.url
+    assert problems == [] and offsite == [], (problems, offsite)
+    page.close()
