@@ -300,6 +300,15 @@ class Table:
         return self.text
 
 
+def shorten(text: str, width: int) -> str:
+    """`text` if it fits in `width` characters, else cut at the last whole word and marked '...'."""
+    if len(text) <= width:
+        return text
+    cut = text[:width - 3]
+    cut = cut[:cut.rfind(" ")] if " " in cut and not text[width - 3].isspace() else cut
+    return cut.rstrip(" ,;:[") + "..."
+
+
 # ------------------------------------------------------------------------------------
 # Proving cells
 class _Claim:
@@ -326,8 +335,11 @@ class _Claim:
 class Ledger:
     """The claims proved in this kernel, in the order their cells ran."""
 
-    def __init__(self):
+    def __init__(self, echo: bool = True):
+        """echo=False: a proved claim prints nothing (a core path keeps its verdicts for notebook 09 and
+        its folded table)."""
         self.claims: list[_Claim] = []
+        self.echo = echo
 
     @contextlib.contextmanager
     def claim(self, cid: str, seed: str | None = None, quote: str | None = None, teaches: str | None = None):
@@ -354,13 +366,14 @@ class Ledger:
             self.claims[earlier[0]] = c
         else:
             self.claims.append(c)
-        print(self.line(c))
+        if self.echo:
+            print(self.line(c))
 
     @staticmethod
     def line(c: _Claim) -> str:
         if not c.legacy:                   # what learners read: the quote and its source, no internal id
             q = QUOTES[c.cid]
-            short = q.quote if len(q.quote) <= 90 else q.quote[:87].rstrip() + "..."
+            short = shorten(q.quote, 90)
             return f"{VERDICTS[c.result].upper()}: \"{short}\" ({SOURCES[q.source][0]})\n    {c.why}"
         return f"[{c.cid}] {VERDICTS[c.result].upper()}: {c.why}"
 
@@ -381,5 +394,5 @@ class Ledger:
         n = self.counts()
         rows.append(f"\n{len(self.claims)} claims: {n['true']} true, {n['partly']} partly true, "
                     f"{n['false']} false.")
-        plain = [f"{c.cid:6} {VERDICTS[c.result]:12} {c.quote[:70]}" for c in self.claims]
+        plain = [f"{c.cid:6} {VERDICTS[c.result]:12} {shorten(c.quote, 70)}" for c in self.claims]
         return Table("\n".join(rows), "\n".join(plain))
