@@ -101,8 +101,9 @@ QUOTES: dict[str, Quote] = _q(
      "backward(retain_graph=True) does not free it, but the graph is freed like any object once nothing "
      "refers to its outputs (a running total or a list of losses keeps it)", NB09, "1"),
     ("001-e", "Using retain_graph=True unnecessarily can cause higher memory use.", "true",
-     "a retained graph keeps every saved tensor (here 4 of 64 KiB) until its last backward or until it is "
-     "dropped", NB09, "1"),
+     "a retained graph keeps every saved tensor until its last backward or until it is dropped: here 4 "
+     "references to 3 buffers of 64 KiB, one of them the leaf, so 128 KiB kept that backward would have given back",
+     NB09, "1"),
     ("002-f", "by setting retain_graph=True, we're not freeing the memory allocated for the graph on the "
      "backward pass", "partly",
      "what is kept is the tensors the graph saved for backward (here 2); the graph's nodes are never freed by "
@@ -151,8 +152,8 @@ QUOTES: dict[str, Quote] = _q(
      "one forward (one map per class) do", NB09, "3"),
     ("004-d", "looping over a batch [...] accumulating the gradients at the end, will do the same optimization "
      "step as doing a full batched update", "partly",
-     "equal only with the loss scaled by the number of micro-batches and no batch-dependent layer such as "
-     "BatchNorm (and up to float rounding)", NB09, "3"),
+     "equal only with each mean loss scaled by its share of the batch, n/N (1/k for k equal micro-batches), "
+     "no batch-dependent layer such as BatchNorm in training mode, and up to float rounding", NB09, "3"),
     ("002-d", "you can only run .backward (with no arguments) on a unitary/scalar tensor [...] T = torch.sum(S)",
      "true", "backward() with no argument needs a one-element output; summing first gives the elementwise "
      "derivative here because each S_i depends only on its own input", NB09, "3"),
@@ -167,8 +168,9 @@ QUOTES: dict[str, Quote] = _q(
      "can differ, from the order of float additions), with one traversal of the trunk", NB03, "2"),
     ("004-f", "pytorch accumulates gradients by adding them in-place (to a variable's/parameters .grad "
      "property)", "true",
-     "the second backward adds into the same .grad tensor (same memory); set .grad to None or call "
-     "zero_grad() between steps", NB03, "2"),
+     "the second backward adds into the same .grad tensor (same memory), unless it runs with "
+     "create_graph=True, which replaces .grad by a new tensor; set .grad to None or call zero_grad() between steps",
+     NB03, "2"),
     ("000-f", "[sequential:] the layers between loss1 and loss2 will only calculate gradients from loss2. and "
      "the layers before loss1 will calculate gradientes as sum of loss1+loss2 [...] [summed:] all layers "
      "will calculate gradient by using loss_value = loss1 + loss2", "partly",
@@ -300,6 +302,15 @@ class Table:
         return self.text
 
 
+def shorten(text: str, width: int) -> str:
+    """`text` if it fits in `width` characters, else cut at the last whole word and marked '...'."""
+    if len(text) <= width:
+        return text
+    cut = text[:width - 3]
+    cut = cut[:cut.rfind(" ")] if " " in cut and not text[width - 3].isspace() else cut
+    return cut.rstrip(" ,;:[") + "..."
+
+
 # ------------------------------------------------------------------------------------
 # Proving cells
 class _Claim:
@@ -326,8 +337,11 @@ class _Claim:
 class Ledger:
     """The claims proved in this kernel, in the order their cells ran."""
 
-    def __init__(self):
+    def __init__(self, echo: bool = True):
+        """echo=False: a proved claim prints nothing (a core path keeps its verdicts for notebook 09 and
+        its folded table)."""
         self.claims: list[_Claim] = []
+        self.echo = echo
 
     @contextlib.contextmanager
     def claim(self, cid: str, seed: str | None = None, quote: str | None = None, teaches: str | None = None):
@@ -354,13 +368,14 @@ class Ledger:
             self.claims[earlier[0]] = c
         else:
             self.claims.append(c)
-        print(self.line(c))
+        if self.echo:
+            print(self.line(c))
 
     @staticmethod
     def line(c: _Claim) -> str:
         if not c.legacy:                   # what learners read: the quote and its source, no internal id
             q = QUOTES[c.cid]
-            short = q.quote if len(q.quote) <= 90 else q.quote[:87].rstrip() + "..."
+            short = shorten(q.quote, 90)
             return f"{VERDICTS[c.result].upper()}: \"{short}\" ({SOURCES[q.source][0]})\n    {c.why}"
         return f"[{c.cid}] {VERDICTS[c.result].upper()}: {c.why}"
 
@@ -381,5 +396,5 @@ class Ledger:
         n = self.counts()
         rows.append(f"\n{len(self.claims)} claims: {n['true']} true, {n['partly']} partly true, "
                     f"{n['false']} false.")
-        plain = [f"{c.cid:6} {VERDICTS[c.result]:12} {c.quote[:70]}" for c in self.claims]
+        plain = [f"{c.cid:6} {VERDICTS[c.result]:12} {shorten(c.quote, 70)}" for c in self.claims]
         return Table("\n".join(rows), "\n".join(plain))

@@ -1,4 +1,5 @@
-"""How long is each notebook's core path? Prose words, visible code lines, asserts, minutes.
+"""How long is each notebook's core path? What a learner reads there (prose and outputs), the
+visible code lines, the pictures, the exercises: minutes.
 
 The core path (GUIDE.md) is every cell that is neither inside a "Going deeper" section nor a
 solution. A Going deeper section starts at a markdown heading (## or ###) whose text starts
@@ -6,24 +7,27 @@ with "Going deeper" and runs until the next heading of the same or a higher leve
 "Solutions" section is delimited the same way. A *visible* code line is a non-blank line of
 a core-path code cell whose source is not hidden (`"jupyter": {"source_hidden": true}`).
 
-Minutes estimate what a class spends on the core path, reading and running it:
-- prose at 200 words per minute: silent reading of English non-fiction averages ~240 wpm
-  (Brysbaert 2019, a meta-analysis of 190 studies); technical text with code words and
-  formulas is read more slowly;
-- 6 seconds per visible code line (10 lines a minute), for reading the line, running the
-  cell and looking at what it printed or drew. With 200 wpm, this rate reproduces the
-  estimates issue 10 made for the long notebooks (03: 3,362 words + 610 lines = 78 min,
-  stated "about 70"; 01, 02, 04: 42, 48, 56 min, stated "about 45-50").
-At the limits (1,500 words, 120 lines) that is 7.5 + 12 = 19.5 minutes, which leaves room in
-a 45-minute period for the exercises and the discussion.
+Minutes are what a learner spends on the core path (the model of issue 20, a learner's own
+measurement of 00-04 and 10):
+- words at 200 a minute: the prose *and* what the outputs print (stdout, tables, verdict
+  lines, an error's message; the visible text of HTML outputs). Silent reading of English
+  non-fiction averages ~240 wpm (Brysbaert 2019, a meta-analysis of 190 studies); technical
+  text with code words is read more slowly. A hidden cell's source is not read, its output is;
+- 3 seconds per visible code line;
+- 1 minute per picture: each image in an output (a graph, a chart, each frame of a static
+  stepper);
+- the exercises apart: 2 minutes each (predict, run the check, read the feedback).
+Targets: the core path at most MAX_MINUTES without the exercises, the exercises at most
+MAX_EXERCISE_MINUTES (tests/test_lengths.py).
 
     python scripts/lengths.py                # the table, for every notebook
     python scripts/lengths.py 01 03          # only these (by number or file name)
     python scripts/lengths.py --check        # also exit 1 if a notebook is over the limits
 
-Importable: `from scripts.lengths import measure, core_minutes` (tests, nav.py, the teacher's guide).
-`sections(nb)` is the one home of where Going deeper and Solutions sections start and end: the
-core path, the site's folding, the handout, the classroom kit and the tests all read it.
+Importable: `from scripts.lengths import measure, core_minutes, exercise_minutes, minutes_table`
+(tests, nav.py, the teacher's guide). `sections(nb)` is the one home of where Going deeper and
+Solutions sections start and end: the core path, the site's folding, the handout, the classroom
+kit and the tests all read it.
 """
 from __future__ import annotations
 
@@ -38,11 +42,15 @@ import nbformat
 
 from scripts import NAV_MARK, notebooks
 
-WORDS_PER_MINUTE = 200
-SECONDS_PER_CODE_LINE = 6
-RATE = f"{WORDS_PER_MINUTE} words a minute plus {SECONDS_PER_CODE_LINE} s per visible code line"
-MAX_WORDS = 1500
-MAX_CODE_LINES = 120
+WORDS_PER_MINUTE = 200          # prose and printed outputs
+SECONDS_PER_CODE_LINE = 3       # per visible code line
+MINUTES_PER_PICTURE = 1         # per image in an output
+MINUTES_PER_EXERCISE = 2        # per exercise (a check("N.M", ...) on the core path)
+RATE = (f"{WORDS_PER_MINUTE} words a minute (prose and outputs), {SECONDS_PER_CODE_LINE} s per visible "
+        f"code line, {MINUTES_PER_PICTURE} min per picture")
+MAX_MINUTES = 20                # the core path, exercises excluded
+MAX_EXERCISE_MINUTES = 8        # the exercises
+CHECK_CALL = re.compile(r"""\bcheck\(\s*["']([\w.]+)["']""")   # an exercise's check cell (scripts/skeleton.py)
 
 HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 GOING_DEEPER = re.compile(r"Going deeper\b", re.I)     # a heading text that opens a folded section
@@ -59,18 +67,30 @@ class Length:
     asserts: int           # assert statements, whole notebook (every checking cell stays)
     all_words: int         # prose words, whole notebook
     all_code_lines: int    # code lines, whole notebook, hidden or not
+    output_words: int = 0  # words the core path's outputs show (printed text, tables, errors)
+    pictures: int = 0      # images the core path's outputs show
+    exercises: int = 0     # exercises on the core path
 
     @property
     def minutes(self) -> float:
-        return self.words / WORDS_PER_MINUTE + self.code_lines * SECONDS_PER_CODE_LINE / 60
+        """The core path's reading minutes, exercises excluded."""
+        return ((self.words + self.output_words) / WORDS_PER_MINUTE
+                + self.code_lines * SECONDS_PER_CODE_LINE / 60 + self.pictures * MINUTES_PER_PICTURE)
+
+    @property
+    def exercise_minutes(self) -> float:
+        return self.exercises * MINUTES_PER_EXERCISE
 
     def over_limits(self) -> list[str]:
         """What is over the core-path limits, in words a reader understands ([] if nothing)."""
         over = []
-        if self.words > MAX_WORDS:
-            over.append(f"{self.words:,} core-path prose words (limit {MAX_WORDS:,})")
-        if self.code_lines > MAX_CODE_LINES:
-            over.append(f"{self.code_lines} visible core-path code lines (limit {MAX_CODE_LINES})")
+        if self.minutes > MAX_MINUTES:
+            over.append(f"{self.minutes:.1f} core-path minutes without the exercises (limit {MAX_MINUTES}): "
+                        f"{self.words:,} prose words, {self.output_words:,} output words, "
+                        f"{self.code_lines} code lines, {self.pictures} pictures")
+        if self.exercise_minutes > MAX_EXERCISE_MINUTES:
+            over.append(f"{self.exercise_minutes:g} exercise minutes (limit {MAX_EXERCISE_MINUTES}): "
+                        f"{self.exercises} exercises")
         return over
 
 
@@ -196,12 +216,52 @@ def asserts(source: str) -> int:
         return len(re.findall(r"^\s*assert\b", source, re.M))
 
 
+def _text(value) -> str:
+    return value if isinstance(value, str) else "".join(value)
+
+
+def html_visible(html: str) -> tuple[str, int]:
+    """(the text a reader sees, the number of images) of an HTML output: tags, styles, scripts, image
+    alt texts and the folded body of <details> (its <summary> stays) are not seen."""
+    html = re.sub(r"<(style|script)\b.*?</\1>", " ", html, flags=re.S | re.I)
+    pictures = len(re.findall(r"<(?:img|svg)\b", html, re.I))
+    html = re.sub(r"<svg\b.*?</svg>", " ", html, flags=re.S | re.I)
+    html = re.sub(r"<details\b[^>]*>\s*(<summary\b.*?</summary>)?.*?</details>",
+                  lambda m: m.group(1) or " ", html, flags=re.S | re.I)
+    return re.sub(r"<[^>]*>", " ", html), pictures
+
+
+def output_reading(outputs) -> tuple[int, int]:
+    """(words, pictures) a reader sees in a code cell's outputs: what JupyterLab shows of each
+    (HTML before Markdown before an image before plain text), an error's name and message."""
+    words = pictures = 0
+    for out in outputs:
+        kind = out.get("output_type")
+        if kind == "stream":
+            words += prose_words(_text(out.get("text", "")))
+        elif kind == "error":
+            words += prose_words(f"{out.get('ename', '')}: {out.get('evalue', '')}")
+        elif kind in ("execute_result", "display_data"):
+            data = out.get("data", {})
+            if "text/html" in data:
+                text, n = html_visible(_text(data["text/html"]))
+                words, pictures = words + prose_words(text), pictures + n
+            elif "text/markdown" in data:
+                words += prose_words(_text(data["text/markdown"]))
+            elif any(k.startswith("image/") for k in data):
+                pictures += 1
+            elif "text/plain" in data:
+                words += prose_words(_text(data["text/plain"]))
+    return words, pictures
+
+
 def is_hidden(cell) -> bool:
     return bool(cell.metadata.get("jupyter", {}).get("source_hidden"))
 
 
 def measure_notebook(nb, name: str) -> Length:
-    words = all_words = lines = all_lines = n_asserts = 0
+    words = all_words = lines = all_lines = n_asserts = out_words = pictures = 0
+    exercises = set()
     for cell, pieces in parts(nb):
         if cell.cell_type == "markdown":
             if cell.source.startswith(NAV_MARK):
@@ -214,9 +274,15 @@ def measure_notebook(nb, name: str) -> Length:
             n = code_lines(cell.source)
             all_lines += n
             n_asserts += asserts(cell.source)
-            if pieces[0][0] == "core" and not is_hidden(cell):
+            if pieces[0][0] != "core":
+                continue
+            if not is_hidden(cell):
                 lines += n
-    return Length(name, len(nb.cells), words, lines, n_asserts, all_words, all_lines)
+            w, p = output_reading(cell.get("outputs", []))
+            out_words, pictures = out_words + w, pictures + p
+            exercises.update(CHECK_CALL.findall(cell.source))
+    return Length(name, len(nb.cells), words, lines, n_asserts, all_words, all_lines,
+                  out_words, pictures, len(exercises))
 
 
 def measure(path) -> Length:
@@ -225,25 +291,39 @@ def measure(path) -> Length:
 
 
 def core_minutes(path) -> int:
-    """The core path's estimated minutes, rounded to a whole minute (what the README shows)."""
+    """The core path's estimated minutes without the exercises, rounded to a whole minute (what the
+    README and the teacher's guide show)."""
     return round(measure(path).minutes)
 
 
+def exercise_minutes(path) -> int:
+    """The minutes of the core path's exercises (MINUTES_PER_EXERCISE each)."""
+    return round(measure(path).exercise_minutes)
+
+
+def minutes_table(paths=None) -> dict[str, tuple[int, int]]:
+    """{notebook file name: (core-path minutes without the exercises, exercise minutes)}, in course
+    order: the two numbers the README and the teacher's guide show."""
+    return {m.notebook: (round(m.minutes), round(m.exercise_minutes))
+            for m in (measure(p) for p in (notebooks() if paths is None else paths))}
+
+
 def table(lengths: list[Length]) -> str:
-    rows = ["| notebook | cells | core prose words | visible core code lines | asserts "
-            "| core minutes | all words | all code lines |",
-            "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    rows = ["| notebook | core prose words | output words | visible code lines | pictures | core minutes "
+            "| exercises | exercise minutes | asserts | all words | all code lines |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for n in lengths:
         flag = lambda over: " !" if over else ""       # noqa: E731
-        rows.append(f"| {n.notebook} | {n.cells} | {n.words:,}{flag(n.words > MAX_WORDS)} | "
-                    f"{n.code_lines}{flag(n.code_lines > MAX_CODE_LINES)} | {n.asserts} | "
-                    f"{n.minutes:.0f} | {n.all_words:,} | {n.all_code_lines:,} |")
+        rows.append(f"| {n.notebook} | {n.words:,} | {n.output_words:,} | {n.code_lines} | {n.pictures} | "
+                    f"{n.minutes:.0f}{flag(n.minutes > MAX_MINUTES)} | {n.exercises} | "
+                    f"{n.exercise_minutes:.0f}{flag(n.exercise_minutes > MAX_EXERCISE_MINUTES)} | "
+                    f"{n.asserts} | {n.all_words:,} | {n.all_code_lines:,} |")
     if len(lengths) > 1:
         total = lambda f: sum(getattr(n, f) for n in lengths)   # noqa: E731
-        rows.append(f"| all {len(lengths)} | {total('cells')} | {total('words'):,} | "
-                    f"{total('code_lines'):,} | {total('asserts')} | "
-                    f"{sum(n.minutes for n in lengths):.0f} | {total('all_words'):,} | "
-                    f"{total('all_code_lines'):,} |")
+        rows.append(f"| all {len(lengths)} | {total('words'):,} | {total('output_words'):,} | "
+                    f"{total('code_lines'):,} | {total('pictures')} | {total('minutes'):.0f} | "
+                    f"{total('exercises')} | {total('exercise_minutes'):.0f} | {total('asserts')} | "
+                    f"{total('all_words'):,} | {total('all_code_lines'):,} |")
     return "\n".join(rows)
 
 
@@ -252,9 +332,8 @@ def main(argv) -> int:
     paths = [p for p in notebooks() if not wanted or any(p.name.startswith(w) for w in wanted)]
     lengths = [measure(p) for p in paths]
     print(table(lengths))
-    print(f"\nlimits per notebook: {MAX_WORDS:,} core prose words, {MAX_CODE_LINES} visible core "
-          f"code lines (! = over); minutes: {WORDS_PER_MINUTE} words/min + "
-          f"{SECONDS_PER_CODE_LINE} s per visible code line")
+    print(f"\nlimits per notebook (! = over): {MAX_MINUTES} core-path minutes without the exercises, "
+          f"{MAX_EXERCISE_MINUTES} exercise minutes; minutes: {RATE}, {MINUTES_PER_EXERCISE} min per exercise")
     over = [(n.notebook, n.over_limits()) for n in lengths if n.over_limits()]
     if "--check" in argv and over:
         for name, what in over:

@@ -13,7 +13,8 @@ from scripts.skeleton import anchors, heading_anchor, local_links
 
 SHEET = ROOT / "notebooks" / "11_cheat_sheet.ipynb"
 TOOLS = ("retain_graph=True", "create_graph=True", "retain_grad()", "detach()", "torch.no_grad()",
-         "torch.autograd.grad(", "zero_grad(set_to_none")
+         "torch.autograd.grad(", "zero_grad(set_to_none", "torch.utils.checkpoint", "torch.inference_mode()",
+         ".data", "backward(inputs=", "requires_grad_(False)", "model.eval()")
 
 
 def table_rows(nb) -> list:

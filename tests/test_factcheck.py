@@ -98,3 +98,23 @@ def test_verdict_table_markdown_and_complete_plain_text():
     assert "004-i" not in md + plain
     everything = verdict_table()
     assert repr(everything).count("\n") == len(QUOTES)
+
+
+def test_quotes_are_shortened_at_a_whole_word_and_a_quiet_ledger_prints_nothing(capsys):
+    from helpers.factcheck import QUOTES, shorten
+    assert shorten("short", 90) == "short"
+    assert shorten("the graph will then not be consumed", 20) == "the graph will..."
+    assert shorten("abcdefghijklmnopqrstuvwxyz", 10) == "abcdefg..."          # one long word: cut inside it
+    for q in QUOTES.values():
+        short = shorten(q.quote, 90)
+        assert len(short) <= 90
+        if short != q.quote:                                               # whole words of the quote
+            kept = short[:-3]
+            assert q.quote.startswith(kept) and not q.quote[len(kept)].isalnum(), short
+    ledger = Ledger(echo=False)
+    with ledger.claim("000-i") as c:
+        c.verdict("true")
+    assert capsys.readouterr().out == "" and [x.cid for x in ledger.claims] == ["000-i"]
+    with Ledger().claim("000-i") as c:
+        c.verdict("true")
+    assert capsys.readouterr().out.startswith("TRUE: ")
