@@ -34,7 +34,12 @@ def info(path):
     meta = nb.metadata.get("backward_twice", {})
     return nb, {"file": path.name, "title": title_of(nb), "question": meta.get("question", ""),
                 "seeds": meta.get("seeds", []),
-                "minutes": round(lengths.measure_notebook(nb, path.name).minutes)}
+                **_minutes(lengths.measure_notebook(nb, path.name))}
+
+
+def _minutes(m) -> dict:
+    """Reading minutes of the core path (prose, outputs, code, pictures) and its exercises' minutes."""
+    return {"minutes": round(m.minutes), "exercise_minutes": round(m.exercise_minutes)}
 
 
 def nav_cell_text(items, i) -> str:
@@ -48,11 +53,11 @@ def nav_cell_text(items, i) -> str:
 
 
 def contents_table(items, link_prefix="") -> str:
-    rows = ["| Notebook | The question it answers | Core path | Sources |", "|---|---|---:|---|"]
+    rows = ["| Notebook | The question it answers | Core path: reading + exercises | Sources |", "|---|---|---:|---|"]
     for it in items:
         sources = ", ".join(f"[{sorted(SOURCES).index(s) + 1}]" for s in it["seeds"]) or "-"
         rows.append(f"| [{it['title']}]({link_prefix}{it['file']}) | {it['question']} | "
-                    f"{it['minutes']} min | {sources} |")
+                    f"{it['minutes']} + {it['exercise_minutes']} min | {sources} |")
     rows.append("")
     rows += [f"[{i + 1}] {kind}: *{title}*  " for i, (kind, title) in enumerate(SOURCES[s] for s in sorted(SOURCES))]
     return "\n".join(rows)
