@@ -165,6 +165,35 @@ class _Graph:
                 if i in self.node_of and is_leaf_node(self.node_of[i])]
 
 
+def _earlier_losses(graph: _Graph, every, root) -> list:
+    """[(name, tensor, its own nodes, the ops of this graph it shares)]: named tensors outside
+    this graph (scalars first, newest first) whose graph joins this one, that were backwarded
+    already (their own saved tensors freed, or a scalar that saved none: d = c.mean()) and whose shared part holds a
+    freed tensor: the earlier backward of this step, through a graph both share. Items of
+    containers are left out (a list of earlier steps' losses is a log, not this step), unless the
+    container holds the failed tensor too (a tuple of this step's losses)."""
+    out = []
+    siblings = {_container(n) for n, t in every if t is root and _container(n)}   # outputs = (loss1, loss2)
+    cands = [(n, t) for n, t in _dedupe([nt for nt in every if "[" not in nt[0] or _container(nt[0]) in siblings])
+             if t is not root and t.grad_fn is not None
+             and ("[" not in n or _container(n) in siblings)
+             and t.grad_fn not in graph.ids and not is_leaf_node(t.grad_fn)]
+    cands.sort(key=lambda nt: (nt[1].numel() != 1, -seq(nt[1].grad_fn)))
+    for n, t in cands[:40]:
+        own, meets = graph.outside(t.grad_fn)
+        if not meets:
+            continue
+        shared = {graph.node_of[i] for i in graph.snap.under([graph.ids[m] for m in meets])
+                  if i in graph.snap.ops and i in graph.node_of}
+        if not any(s.state is SavedState.FREED for fn in shared for s in graph.snap.ops[graph.ids[fn]].saved):
+            continue
+        if _any_freed(own) or (t.numel() == 1 and not _holds_tensor(own)):   # a loss that saved no tensor
+            out.append((n, t, own, shared))
+            if len(out) >= 3:
+                break
+    return out
+
+
 def _direct_leaves(nodes) -> set:
     """ids of the leaf tensors (parameters) the nodes use directly."""
     return {id(n.variable) for fn in nodes for n, _ in fn.next_functions
@@ -182,6 +211,28 @@ def _any_freed(nodes) -> bool:
                     return True
             except Exception:
                 continue
+    return False
+
+
+def _out_shape(fn):
+    """The shape of node `fn`'s first output (what its gradient will be), or None."""
+    try:
+        return tuple(fn._input_metadata[0].shape)
+    except Exception:
+        return None
+
+
+def _holds_tensor(nodes) -> bool:
+    """Whether one of these live nodes still holds a saved tensor (not backwarded yet)."""
+    for fn in nodes:
+        for attr in (a for a in dir(fn) if a.startswith("_saved_")):
+            try:
+                value = getattr(fn, attr)
+            except Exception:
+                continue
+            if isinstance(value, torch.Tensor) or (isinstance(value, (tuple, list))
+                                                   and any(isinstance(v, torch.Tensor) for v in value)):
+                return True
     return False
 
 
@@ -207,9 +258,10 @@ def _parameter_names(named, graph: _Graph, root) -> dict:
 
 
 def _module_named(ns, dotted: str):
-    """The module object behind 'model.rnn' in `ns`, or None."""
-    obj = ns.get(dotted.split(".")[0]) if ns is not None else None
-    for part in dotted.split(".")[1:]:
+    """The module object behind 'model.rnn' (or 'encoder[2]') in `ns`, or None."""
+    parts = re.findall(r"[^.\[\]]+", dotted)
+    obj = ns.get(parts[0]) if ns is not None and parts else None
+    for part in parts[1:]:
         obj = vars(obj).get("_modules", {}).get(part) if obj is not None else None
     return obj if isinstance(obj, torch.nn.Module) else None
 
@@ -450,13 +502,19 @@ def _namespace(names, err, root):
 
 # --------------------------------------------------------------------------------
 # The freed-graph error
-def _explain(root, ns, names_available, max_nodes, clock=None, hint=None) -> Diagnosis:
-    every = named_tensors(ns, every_path=True) if ns is not None else []
+def _dedupe(every) -> list:
+    """[(path, tensor)] with each tensor once, under its first (shortest) path."""
     named, seen = [], set()
     for n, t in every:
         if id(t) not in seen:
             seen.add(id(t))
             named.append((n, t))
+    return named
+
+
+def _explain(root, ns, names_available, max_nodes, clock=None, hint=None) -> Diagnosis:
+    every = named_tensors(ns, every_path=True) if ns is not None else []
+    named = _dedupe(every)
     snap, ids = snapshot_with_ids(root, max_nodes=COUNT_LIMIT)
     if snap.truncated:
         return Diagnosis("too large", f"why_backward: the graph has more than {COUNT_LIMIT:,} nodes: "
@@ -472,7 +530,13 @@ def _explain(root, ns, names_available, max_nodes, clock=None, hint=None) -> Dia
     ops = list(saved)                                       # non-leaf nodes
     start, running = _step_start(root.grad_fn, ops, snap, ids)
     order = sorted(ops, key=seq, reverse=True)             # the CPU engine's order
-    old = [fn for fn in order if start is None or seq(fn) < start]
+    graph = _Graph(snap, ids)
+    earlier = [] if running else _earlier_losses(graph, every, root)
+    if earlier:        # an earlier backward of this step freed exactly the part both graphs share
+        old = [fn for fn in order if fn in earlier[0][3]]
+        start = min((seq(fn) for fn in ops if fn not in earlier[0][3]), default=None)
+    else:
+        old = [fn for fn in order if start is None or seq(fn) < start]
     stop = next((fn for fn in old if any(s.state is SavedState.FREED for s in saved[fn])), None)
     if stop is None:   # cannot happen for a graph built by a loop; say so rather than guess
         return Diagnosis("would succeed", "why_backward: no node older than this step holds a freed "
@@ -481,7 +545,6 @@ def _explain(root, ns, names_available, max_nodes, clock=None, hint=None) -> Dia
     d.names_available, d.names_hint = names_available, hint
     d.stopped_at = stop.name()
     d.freed = [s.describe() for s in saved[stop] if s.state is SavedState.FREED]
-    graph = _Graph(snap, ids)
     path = graph.path(root.grad_fn, stop)
     d.path = [fn.name() for fn in path]
     old_set = set(old)
@@ -492,6 +555,7 @@ def _explain(root, ns, names_available, max_nodes, clock=None, hint=None) -> Dia
     # called before backward (not after the error): this step's part is still held
     d.not_yet_run = start is not None and not any(s.state is SavedState.FREED for fn in new for s in saved[fn])
     ev = _Evidence(d, root, ns, named, every, graph, stop, old_set, new, entries, start, running, path, clock)
+    ev.earlier = earlier
     ev.decide()
     d.culprits = d.culprits or ([d.culprit] if d.culprit else [])
     d.picture = stop_picture(root, stop=stop, path=path, old=old_set, names=_picture_names(d, root, named, graph),
@@ -524,27 +588,15 @@ class _Evidence:
         made, now = self.clock.step_of(self.stop), self.clock.step_of(self.root.grad_fn)
         return "before the first step" if made == 0 else "this step" if made == now else f"step {made} (this is step {now})"
 
-    def earlier_losses(self) -> list:
-        """[(name, tensor)]: named tensors outside this graph whose own graph reaches the stop
-        and was backwarded already (its own saved tensors freed): the earlier backward of this
-        step. Items of containers are left out (a list of earlier steps' losses is a log)."""
-        reach = self.graph.reaching(self.stop)
-        out = []
-        for n, t in self.on_graph:
-            if t is self.root or t.grad_fn in self.graph.ids or "[" in n or len(out) >= 5:
-                continue
-            own, meets = self.graph.outside(t.grad_fn)
-            if any(m in reach for m in meets) and _any_freed(own):
-                out.append((n, t, own))
-        return out
-
     def carried(self) -> list:
-        """[(name, tensor)] of this step made by the same kind of node as an older node this
-        step uses: a state rebound each step (h = cell(x, h)), on the path first."""
+        """[(name, tensor)] made in this step by the same kind of node, with the same shape, as an
+        older node this step uses: a state rebound each step (h = cell(x, h)), on the path first."""
         reach = self.graph.reaching(self.stop)
-        entry_names = {e.name() for e in self.entries}
+        entry_kinds = {(e.name(), _out_shape(e)) for e in self.entries}
+        start = self.start if self.start is not None else 0
         out = [(self.kept_path(n, t), t) for n, t in self.on_graph if t.grad_fn not in self.old_set
-               and t is not self.root and t.grad_fn.name() in entry_names and self.graph.feeds(t.grad_fn, reach)]
+               and t is not self.root and seq(t.grad_fn) >= start
+               and (t.grad_fn.name(), tuple(t.shape)) in entry_kinds and self.graph.feeds(t.grad_fn, reach)]
         on_path = set(self.path)
         out.sort(key=lambda nt: (nt[1].grad_fn not in on_path, seq(nt[1].grad_fn)))
         return out
@@ -558,10 +610,12 @@ class _Evidence:
         return out
 
     def kept_path(self, name, tensor) -> str:
-        """Of the paths of a tensor kept in two places (`inp` and `states[1][0]`), the one in a
-        container, which outlives the step; else `name` (the shortest)."""
-        kept = [n for n in self.paths_of.get(id(tensor), []) if _container(n) is not None]
-        return kept[0] if kept and _container(name) is None else name
+        """Of the paths of a tensor kept in two places (`inp` and `states[1][0]`, `mem` and
+        `lif1.mem`), the one in a container or on an object, which outlives the step; else `name`."""
+        if "." in name or "[" in name:
+            return name
+        kept = [n for n in self.paths_of.get(id(tensor), []) if "." in n or "[" in n]
+        return kept[0] if kept else name
 
     def kept_in(self, tensor) -> str | None:
         """The container path where `tensor` is kept longest: of its paths, the one in the
@@ -584,7 +638,7 @@ class _Evidence:
             return self._one_graph(clock_when)
         d.evidence.append(f"this backward's own part of the graph was made from creation number {self.start} on; "
                           f"{stop.name()} is older: made {clock_when or 'before that part'}.")
-        earlier = self.earlier_losses()
+        earlier = self.earlier
         carried = self.carried()
         if clock_when is not None:
             d.when = clock_when
@@ -642,9 +696,11 @@ class _Evidence:
 
     def _same_step(self, earlier) -> None:
         d, stop = self.d, self.stop
-        n, first, own = earlier[0]
+        n, first, own, shared_ops = earlier[0]
         d.when = "this step"
-        shared = self.old_named()
+        tops = [(m, t) for m, t in self.on_graph if t.grad_fn in shared_ops and t is not self.root]
+        tops.sort(key=lambda mt: seq(mt[1].grad_fn), reverse=True)
+        shared = [(self.kept_path(m, t), t) for m, t in tops]
         top = shared[0][0] if shared else None
         d.evidence.append(f"`{n}` is not part of this graph, its own nodes are freed, and its graph reaches "
                           f"{stop.name()}: the earlier backward, on `{n}`, freed the part both share"
@@ -691,6 +747,14 @@ class _Evidence:
                           f"the older node this step's part uses: a state rebound every step, which still "
                           f"holds the previous step's graph.")
         container = _container(first)
+        if tensor.grad_fn.name().endswith("CopySlices"):
+            d.evidence.append(f"`{first}` is a CopySlices node: an indexed write (`{first}[i] = ...`) into a tensor "
+                              "made before the loop, so every step's graph hangs off it.")
+            return d._decide("recompute-in-step", first,
+                             f"each step writes into `{first}` (`{first}[i] = ...`), a tensor made once, and its graph "
+                             f"keeps every earlier step's. Use a new tensor each step (`pred = net(x)`, then the loss "
+                             f"on `pred`), and if you need them all, store `pred.detach()` into `{first}`.",
+                             "a preallocated tensor written into every step", True)
         old = [(n, t) for n, t in self.old_named() if _container(n) is not None]
         episode = [c for c in {_container(n) for n, _ in old} if any(_container(m) == c for m, _ in carried)]
         if episode:
@@ -709,30 +773,33 @@ class _Evidence:
                              f"meta-parameters (`{name} = list(model.parameters())` at the start of the task). Do "
                              "not detach them: that cuts the meta-gradient (and backward then fails anew).",
                              "fast weights not reset per task", True)
-        m = re.fullmatch(r"(\w+)((?:\[\d+\])+)", first)     # hidden[0], states[1][0]
-        if m:
-            base = m.group(1)
-            how = (f"`{base} = [tuple(s.detach() for s in st) for st in {base}]`" if first.count("[") > 1
-                   else f"`{base} = tuple(s.detach() for s in {base})`")
+        m = re.fullmatch(r"(.+?)((?:\[\d+\])*)", first)     # hidden[0], states[1][0], model.hidden[0]
+        base, index = m.group(1), m.group(2)
+        how = (f"`{base} = [tuple(s.detach() for s in st) for st in {base}]`" if index.count("[") > 1
+               else f"`{base} = tuple(s.detach() for s in {base})`" if index else f"`{base} = {base}.detach()`")
+        module = _module_named(self.ns, base.rsplit(".", 1)[0]) if "." in base and "[" not in base else None
+        if module is not None:
+            owner_name = base.rsplit(".", 1)[0]
+            reset = next((r for r in RESET_METHODS if callable(getattr(type(module), r, None))), None)
+            if reset:
+                return d._decide("reset-per-episode", base,
+                                 f"`{base}` is state that `{owner_name}` keeps between calls, and it still holds "
+                                 f"the previous step's graph. Call `{owner_name}.{reset}()` at the start of each "
+                                 f"step (or detach it: {how}).", "module state, reset not called", True)
+            d._decide("detach-carried", base,
+                      f"`{base}` is state that `{owner_name}` keeps between calls, and it still holds the "
+                      f"previous step's graph. Detach it at the start of each step: {how}.",
+                      "state stored on a module", False,
+                      [("reset-per-episode", base, f"or each batch should start from a fresh state: set "
+                        f"`{base}` to its initial value (or do not pass it) at the start of each batch")])
+            d.check = (f"whether a batch continues the previous one (then detach `{base}`: truncated BPTT) "
+                       "or is a sequence of its own (then start it from a fresh state).")
+            return None
+        if index and re.fullmatch(r"\w+", base):
             return d._decide("detach-carried", first,
                              f"`{base}` carries the previous step's graph into this one. Detach every state at "
                              f"the start of each step: {how} (the `repackage_hidden` helper of many RNN codebases).",
                              "state tuple carried across steps", True)
-        if "." in first and "[" not in first:
-            owner_name, _attr = first.rsplit(".", 1)
-            module = _module_named(self.ns, owner_name)
-            reset = next((m for m in RESET_METHODS if module is not None
-                          and callable(getattr(type(module), m, None))), None)
-            if reset:
-                return d._decide("reset-per-episode", first,
-                                 f"`{first}` is state that `{owner_name}` keeps between calls, and it still holds "
-                                 f"the previous step's graph. Call `{owner_name}.{reset}()` at the start of each "
-                                 f"step (or detach it: `{first} = {first}.detach()`).",
-                                 "module state, reset not called", True)
-            return d._decide("detach-carried", first,
-                             f"`{first}` is state that `{owner_name}` keeps between calls, and it still holds "
-                             f"the previous step's graph. Detach it at the start of each step: "
-                             f"`{first} = {first}.detach()`.", "state stored on a module", True)
         return d._decide("detach-carried", first,
                          f"`{first}` carries the previous step's graph into this one. Detach it where it is "
                          f"kept: `{first} = {first}.detach()` at the start of each step (truncated "
@@ -878,7 +945,7 @@ def _report(d) -> str:
     if d.fix_kind == "retain-or-sum" and d.confident:
         lines.append("  (retain_graph=True is right here: one step's graph, backwarded twice, then dropped; "
                      "it does not grow from step to step)")
-    elif d.fix_kind in _ACROSS_STEPS and d.confident:
+    elif d.candidates and all(k in _ACROSS_STEPS for k, _, _ in d.candidates):
         lines.append("  (not retain_graph=True: that silences the error, and the graph, memory and "
                      "time per step then grow with every step)")
     return "\n".join(lines)
@@ -965,6 +1032,14 @@ def _explain_inplace(err, root, ns, hint) -> Diagnosis:
                   f"`{name}` was written without autograd seeing it (through .data, .detach() or under "
                   f"torch.no_grad()) after {fn.name()} saved it. Write into a copy (`{name} = {name}.clone()` "
                   "first), or do the write after the backward.", "a write autograd does not record", True)
+    elif _inplace_modules(ns):
+        mods = _inplace_modules(ns)
+        words = ", ".join(f"`{n}` ({type(m).__name__})" for n, m in mods[:4])
+        d.evidence.append(f"modules with inplace=True in your namespace: {words}: each writes over its input, "
+                          "which the layer before it may have saved.")
+        d._decide("out-of-place", name,
+                  f"an in-place layer wrote over a tensor {fn.name()} saved. Set inplace=False on {words} "
+                  "(or use torch.relu / F.dropout without inplace).", "an in-place layer on a saved tensor", True)
     else:
         d._decide("out-of-place", name,
                   "an in-place op changed a tensor the graph saved. Use the out-of-place op (`x = x + y` for "
@@ -978,6 +1053,24 @@ def _explain_inplace(err, root, ns, hint) -> Diagnosis:
     return d
 
 
+def _inplace_modules(ns) -> list:
+    """[(path, module)] of the modules in `ns` (and their submodules) with inplace=True."""
+    out = []
+    for name, value in list((ns or {}).items())[:20_000]:
+        if isinstance(name, str) and not name.startswith("_") and isinstance(value, torch.nn.Module):
+            try:
+                out += [(f"{name}.{n}" if n else name, m) for n, m in value.named_modules()
+                        if getattr(m, "inplace", False) is True]
+            except Exception:
+                continue
+    seen, uniq = set(), []
+    for n, m in out:
+        if id(m) not in seen:
+            seen.add(id(m))
+            uniq.append((n, m))
+    return uniq
+
+
 def _raw_saved(fn, slot):
     """The tensor a node saved in `slot`, read without the version check (None if unreadable)."""
     try:
@@ -989,7 +1082,7 @@ def _raw_saved(fn, slot):
 
 def _op_word(node_name: str) -> str:
     """'Relu' for 'ReluBackward0' (and 'Sigmoid' for 'Sigmoid', as torch's message writes it)."""
-    return re.sub(r"Backward\d*$", "", node_name)
+    return re.sub(r"Backward\d*$", "", node_name.split("::")[-1])
 
 
 def _out_of_place(op: str, name: str) -> str:

@@ -59,8 +59,9 @@ def _attributes(value):
     out = [(f".{k}", v) for k, v in list(attrs.items())[:MAX_ITEMS * 4]
            if isinstance(k, str) and k not in _SKIP_ATTRS and not k.startswith("__")]
     if isinstance(value, torch.nn.Module):
-        for kind in ("_parameters", "_buffers", "_modules"):
-            out += [(f".{k}", v) for k, v in attrs.get(kind, {}).items() if v is not None]
+        for kind in ("_parameters", "_buffers", "_modules"):       # a Sequential's layer 2: [2]
+            out += [(f"[{k}]" if kind == "_modules" and k.isdigit() else f".{k}", v)
+                    for k, v in attrs.get(kind, {}).items() if v is not None]
     return out
 
 
