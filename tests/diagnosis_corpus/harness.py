@@ -1,0 +1,135 @@
+"""Load and run the corpus of failing programs (issue 19 §1).
+
+Each program is one .py file of notebook-style module-level code, rewritten from a public report
+named in its docstring, with module constants:
+  SOURCE    the report: "owner/repo#number", or a forum thread's exact title
+  CATEGORY  one of CATEGORIES
+  CULPRIT   the user's variable path that carries the cause, as the user would write it
+            ("h", "model.hidden", "mem['M']", "policy.saved_log_probs"), or None
+  CAUSE     a few words
+  FIX_KIND  one of FIX_KINDS (shared with the diag-tool developer)
+  ERROR     a key of ERRORS
+and buggy lines marked `# BUG`, each followed by a line `# FIX: <replacement code>`.
+`run(path)` executes the program in a fresh dict, as a notebook's user namespace (which survives
+the exception), on one thread; `run(path, fixed=True)` executes it with every BUG line swapped for its FIX.
+"""
+from __future__ import annotations
+
+import ast
+import pathlib
+import re
+
+import torch
+
+HERE = pathlib.Path(__file__).parent
+SPLITS = ("heldout", "dev")        # heldout: the first batch, written before the tool changed
+
+FIX_KINDS = (
+    "detach-carried",        # detach the tensor carried into the next step/chunk
+    "recompute-in-step",     # compute it inside the loop each step (or under no_grad if it should not train)
+    "retain-or-sum",         # one graph, two losses, one step: retain_graph=True on the first, or backward the sum
+    "detach-input",          # detach what one model's output feeds into another model's loss
+    "accumulate-number",     # keep a running total as a number (total += loss.item())
+    "reset-per-episode",     # restart the carried state from its initial value each task/episode/window
+    "backward-before-step",  # every backward before optimizer.step(), or recompute the forward after it
+    "out-of-place",          # relu not relu_, inplace=False, x = x + y not x += y
+    "no-data-write",         # do not write into a saved tensor through .data / .detach() in place
+)
+
+CATEGORIES = (
+    "carried-state",         # RNN hidden, module attributes, lists, dicts, deques, objects
+    "computed-once",         # a value with a graph computed once, before the loop
+    "two-backwards",         # two backwards through one step's graph (GAN, shared trunk, two optimizers)
+    "accumulated-loss",      # a loss that accumulates across steps
+    "meta-learning",         # fast weights across tasks
+    "filter-solver",         # filters, neuron or ODE solvers carrying their state
+    "rl-buffer",             # replay buffers, saved log-probs
+    "checkpoint-compile",    # torch.utils.checkpoint, torch.compile
+    "course",                # the course's own d/e, two-heads and GAN examples
+    "inplace",               # "modified by an inplace operation"
+)
+
+ERRORS = {   # a stable prefix of each error message (torch 2.13)
+    "second time": "Trying to backward through the graph a second time",
+    "inplace": "one of the variables needed for gradient computation has been modified by an inplace operation",
+}
+
+CONSTANTS = ("SOURCE", "CATEGORY", "CULPRIT", "CAUSE", "FIX_KIND", "ERROR")
+BUG = re.compile(r"^(?P<indent>\s*)(?P<code>.*?)\s*#\s*BUG\b.*$")
+FIX = re.compile(r"^\s*#\s*FIX:\s?(?P<code>.*)$")
+
+
+def programs(split: str | None = None) -> list[pathlib.Path]:
+    """The program files of one split (or of both), sorted by name."""
+    splits = SPLITS if split is None else (split,)
+    return [p for s in splits for p in sorted((HERE / s).glob("*.py"))]
+
+
+def split_of(path: pathlib.Path) -> str:
+    return path.parent.name
+
+
+def constants(path: pathlib.Path) -> dict:
+    """The module-level literal constants of a program (read with ast, without running it)."""
+    out = {}
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            name = node.targets[0].id
+            if name in CONSTANTS:
+                out[name] = ast.literal_eval(node.value)
+    return out
+
+
+def docstring(path: pathlib.Path) -> str:
+    return ast.get_docstring(ast.parse(path.read_text())) or ""
+
+
+def fixed_source(src: str) -> str:
+    """src with each `... # BUG` line replaced by the code of the `# FIX: ...` line after it
+    (at the BUG line's indentation). ValueError if a BUG line has no FIX line after it, if a FIX
+    line follows no BUG line, or if there is no BUG line at all."""
+    lines, out, i, pairs = src.splitlines(), [], 0, 0
+    while i < len(lines):
+        bug = BUG.match(lines[i])
+        if FIX.match(lines[i]):
+            raise ValueError(f"line {i + 1}: a FIX line that follows no BUG line")
+        if bug is None:
+            out.append(lines[i])
+            i += 1
+            continue
+        fix = FIX.match(lines[i + 1]) if i + 1 < len(lines) else None
+        if fix is None:
+            raise ValueError(f"line {i + 1}: a BUG line without a '# FIX: <code>' line after it")
+        out.append(bug.group("indent") + fix.group("code").strip())
+        pairs += 1
+        i += 2
+    if pairs == 0:
+        raise ValueError("no '# BUG' line")
+    return "\n".join(out) + "\n"
+
+
+def bug_fix_pairs(src: str) -> list[tuple[str, str]]:
+    """[(buggy code, fixed code)] in the order they appear."""
+    lines = src.splitlines()
+    return [(BUG.match(a).group("code"), FIX.match(b).group("code").strip())
+            for a, b in zip(lines, lines[1:]) if BUG.match(a) and FIX.match(b)]
+
+
+def run(path: pathlib.Path, fixed: bool = False) -> tuple[dict, BaseException | None]:
+    """Execute the program (or its fixed form) in a fresh namespace, as a notebook cell would:
+    (the namespace, the exception it raised or None). Autograd's global modes are restored."""
+    src = path.read_text()
+    if fixed:
+        src = fixed_source(src)
+    ns = {"__name__": "__corpus__", "__file__": str(path)}
+    grad_enabled, anomaly, threads = torch.is_grad_enabled(), torch.is_anomaly_enabled(), torch.get_num_threads()
+    torch.set_num_threads(1)          # tiny programs: one thread is faster, and fair to a shared machine
+    try:
+        exec(compile(src, str(path), "exec"), ns)
+    except Exception as err:          # the failure under study: returned, not raised
+        return ns, err
+    finally:
+        torch.set_grad_enabled(grad_enabled)
+        torch.autograd.set_detect_anomaly(anomaly)
+        torch.set_num_threads(threads)
+    return ns, None

@@ -1,0 +1,150 @@
+"""Score `helpers.diagnose.why_backward_failed` on the corpus (issue 19 §1).
+
+    PYTHONPATH=$PWD python -m tests.diagnosis_corpus.score [heldout|dev]
+
+For each broken program: run it (notebook-style, the namespace survives the error), call
+`why_backward_failed(err, names=ns)`, and compare with the program's labels:
+- culprit right: the tool's `culprit` attribute (or, for a tool without one, the first name on
+  its "carried by:" line) equals CULPRIT up to whitespace and quote style; a name inside the
+  labelled container also counts (CULPRIT "memory", tool "memory[3][0]"). CULPRIT None is right
+  only when the tool names no culprit.
+- fix kind right: the tool's `fix_kind` attribute equals FIX_KIND (no attribute: wrong).
+- confidently wrong: the tool is confident (its `confident` attribute; no attribute: confident
+  whenever it names a culprit) and the culprit or the fix kind is wrong.
+Prints a table per program and the three figures for each split.
+"""
+from __future__ import annotations
+
+import dataclasses
+import re
+import sys
+import time
+
+from . import harness
+
+TARGETS = {"culprit": 0.95, "fix_kind": 0.90, "confidently_wrong": 0}
+_NO_NAME = ("names unavailable", "no name in your namespace")
+
+
+def _norm(name: str) -> str:
+    return re.sub(r"\s+", "", name).replace('"', "'")
+
+
+def culprit_matches(expected: str | None, got: str | None) -> bool:
+    if expected is None or got is None:
+        return expected is None and got is None
+    e, g = _norm(expected), _norm(got)
+    return g == e or g.startswith(e + "[")
+
+
+def tool_culprit(d) -> str | None:
+    """The tool's culprit: its `culprit` attribute, else the first name on 'carried by:'."""
+    if hasattr(d, "culprit"):
+        return d.culprit
+    for line in str(getattr(d, "message", "")).splitlines():
+        line = line.strip()
+        if line.startswith("carried by:"):
+            rest = line[len("carried by:"):].strip()
+            if not rest or rest.startswith(_NO_NAME):
+                return None
+            return rest.split(", ")[0].strip()
+    return None
+
+
+@dataclasses.dataclass
+class Result:
+    split: str
+    name: str
+    category: str
+    expected_culprit: str | None
+    expected_fix: str
+    culprit: str | None = None
+    fix_kind: str | None = None
+    confident: bool = False
+    crashed: str | None = None       # the tool raised (or the program did not fail as labelled)
+    seconds: float = 0.0
+
+    @property
+    def culprit_ok(self) -> bool:
+        return self.crashed is None and culprit_matches(self.expected_culprit, self.culprit)
+
+    @property
+    def fix_ok(self) -> bool:
+        return self.crashed is None and self.fix_kind == self.expected_fix
+
+    @property
+    def confidently_wrong(self) -> bool:
+        return self.confident and not (self.culprit_ok and self.fix_ok)
+
+
+def score_program(path) -> Result:
+    from helpers.diagnose import why_backward_failed
+
+    c = harness.constants(path)
+    r = Result(harness.split_of(path), path.stem, c["CATEGORY"], c["CULPRIT"], c["FIX_KIND"])
+    ns, err = harness.run(path)
+    if err is None or not str(err).startswith(harness.ERRORS[c["ERROR"]]):
+        r.crashed = f"program did not raise its error: {err!r}"[:120]
+        return r
+    start = time.perf_counter()
+    try:
+        d = why_backward_failed(err, names=ns)
+    except Exception as exc:               # a crash is scored as a wrong, unconfident answer
+        r.crashed = f"{type(exc).__name__}: {exc}"[:120]
+        return r
+    finally:
+        r.seconds = time.perf_counter() - start
+    r.culprit = tool_culprit(d)
+    r.fix_kind = getattr(d, "fix_kind", None)
+    r.confident = bool(d.confident) if hasattr(d, "confident") else r.culprit is not None
+    return r
+
+
+def figures(results: list[Result]) -> dict:
+    n = len(results)
+    return {"programs": n,
+            "culprit": sum(r.culprit_ok for r in results) / n if n else 0.0,
+            "fix_kind": sum(r.fix_ok for r in results) / n if n else 0.0,
+            "confidently_wrong": sum(r.confidently_wrong for r in results)}
+
+
+def table(results: list[Result]) -> str:
+    rows = [f"{'split':7} {'program':36} {'category':18} {'culprit: expected / tool':44} "
+            f"{'fix kind: expected / tool':42} conf  s"]
+    for r in results:
+        mark = lambda ok: "ok" if ok else "--"   # noqa: E731
+        culprit = f"{r.expected_culprit} / {r.crashed or r.culprit}"
+        fix = f"{r.expected_fix} / {r.fix_kind}"
+        rows.append(f"{r.split:7} {r.name:36} {r.category:18} {mark(r.culprit_ok)} {culprit[:41]:41} "
+                    f"{mark(r.fix_ok)} {fix[:39]:39} {'yes' if r.confident else 'no':4} {r.seconds:.2f}")
+    return "\n".join(rows)
+
+
+def summary(results: list[Result]) -> str:
+    lines = []
+    for split in (*harness.SPLITS, "all"):
+        f = figures([r for r in results if split in ("all", r.split)])
+        lines.append(f"{split:8} {f['programs']:3} programs: culprit right {f['culprit']:.0%}, fix kind right "
+                     f"{f['fix_kind']:.0%}, confidently wrong {f['confidently_wrong']}")
+    lines.append(f"targets: culprit >= {TARGETS['culprit']:.0%}, fix kind >= {TARGETS['fix_kind']:.0%}, "
+                 f"confidently wrong = {TARGETS['confidently_wrong']}")
+    return "\n".join(lines)
+
+
+def score(split: str | None = None) -> list[Result]:
+    return [score_program(p) for p in harness.programs(split)]
+
+
+def main(argv: list[str]) -> int:
+    if argv and argv[0] not in harness.SPLITS:
+        print(f"usage: python -m tests.diagnosis_corpus.score [{'|'.join(harness.SPLITS)}]", file=sys.stderr)
+        return 2
+    results = score(argv[0] if argv else None)
+    print(table(results))
+    print()
+    print(summary(results))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

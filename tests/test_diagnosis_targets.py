@@ -1,0 +1,17 @@
+"""Issue 19's targets for `%why_backward` on the corpus of failing programs: the right culprit in
+>= 95% of programs, the right kind of fix in >= 90%, and no confidently wrong answer. Scored by
+tests/diagnosis_corpus/score.py (its docstring states the rules). This test fails against the
+tool as it was when the corpus was written (the baseline, docs/diagnosis_corpus.md); it turns
+green only with a tool that meets the targets."""
+from diagnosis_corpus import score
+
+
+def test_tool_meets_the_targets_on_the_corpus():
+    results = score.score()
+    report = score.table(results) + "\n\n" + score.summary(results)
+    print(report)
+    f = score.figures(results)
+    assert f["programs"] >= 30
+    assert f["culprit"] >= score.TARGETS["culprit"], report
+    assert f["fix_kind"] >= score.TARGETS["fix_kind"], report
+    assert f["confidently_wrong"] == score.TARGETS["confidently_wrong"], report
