@@ -472,8 +472,8 @@ def _diagnose(what, names, max_nodes, clock) -> Diagnosis:
     ns, hint = _namespace(names, err, root)
     if inplace:
         return _explain_inplace(err, root, ns, hint)
-    d = _explain(root, ns, names_available=ns is not None, max_nodes=max_nodes, clock=clock, hint=hint)
-    return d
+    return _explain(root, ns, names_available=ns is not None, max_nodes=max_nodes, clock=clock, hint=hint,
+                    failed=err is not None)
 
 
 def _namespace(names, err, root):
@@ -512,7 +512,7 @@ def _dedupe(every) -> list:
     return named
 
 
-def _explain(root, ns, names_available, max_nodes, clock=None, hint=None) -> Diagnosis:
+def _explain(root, ns, names_available, max_nodes, clock=None, hint=None, failed=False) -> Diagnosis:
     every = named_tensors(ns, every_path=True) if ns is not None else []
     named = _dedupe(every)
     snap, ids = snapshot_with_ids(root, max_nodes=COUNT_LIMIT)
@@ -553,7 +553,7 @@ def _explain(root, ns, names_available, max_nodes, clock=None, hint=None) -> Dia
     for fn in new:
         entries += [n for n in map(graph.node_of.get, snap.ops[ids[fn]].inputs) if n in old_set and n not in entries]
     # called before backward (not after the error): this step's part is still held
-    d.not_yet_run = start is not None and not any(s.state is SavedState.FREED for fn in new for s in saved[fn])
+    d.not_yet_run = not failed and start is not None and not any(s.state is SavedState.FREED for fn in new for s in saved[fn])
     ev = _Evidence(d, root, ns, named, every, graph, stop, old_set, new, entries, start, running, path, clock)
     ev.earlier = earlier
     ev.decide()
@@ -825,6 +825,15 @@ class _Evidence:
         d.when = d.when or ("before the first step" if certain else None)
         d.evidence.append(f"`{first}` ({tensor.grad_fn.name()}, creation number {seq(tensor.grad_fn)}) was made "
                           f"{when} and feeds {stop.name()}.")
+        items = [t for n, t in self.every if kept is not None and _container(n) == kept and t.grad_fn is not None]
+        used = [t for t in items if t.grad_fn in self.graph.ids]
+        if items and len(used) == len(items) and any(t.grad_fn not in self.old_set for t in used):
+            d.evidence.append(f"this loss uses every entry of `{kept}`: {sum(t.grad_fn in self.old_set for t in used)} "
+                              f"older ones and {sum(t.grad_fn not in self.old_set for t in used)} of this step's part.")
+            return d._decide("reset-per-episode", kept,
+                             f"`{kept}` keeps the entries of earlier episodes, and this loss uses them all. Clear it "
+                             f"when an episode ends, after its backward: `del {kept}[:]` (or `{kept}.clear()`).",
+                             "a list not cleared between episodes", True)
         if kept is not None and (len(old_named) > 1 or kept != first):
             d.evidence.append(f"`{first}` is kept in `{kept}`, and this loss uses older entries of it.")
             return d._decide("detach-carried", kept,
@@ -976,7 +985,8 @@ def _explain_inplace(err, root, ns, hint) -> Diagnosis:
     fn, s = max(changed, key=lambda fs: seq(fs[0]))
     d.stopped_at = fn.name()
     version = s.modified.replace("version ", "")
-    d.evidence.append(f"{fn.name()} (creation number {seq(fn)}) saved `{s.slot}` {_shape_words(s)}at version "
+    tensor = _raw_saved(fn, s.slot)
+    d.evidence.append(f"{fn.name()} (creation number {seq(fn)}) saved `{s.slot}` {_shape_words(tensor)}at version "
                       f"{version.split(' -> ')[0]}; it is at version {version.split(' -> ')[1]} now: "
                       "changed in place after the forward saved it.")
     if len(changed) > 1:
@@ -985,7 +995,6 @@ def _explain_inplace(err, root, ns, hint) -> Diagnosis:
     made = _made_where(fn)
     if made:
         d.evidence.append(f"anomaly mode recorded where {fn.name()} was made: {made}")
-    tensor = _raw_saved(fn, s.slot)
     key = _storage(tensor) if tensor is not None else None
     same = [(n, t) for n, t in named if key is not None and _storage(t) == key]
     same.sort(key=lambda nt: (tuple(nt[1].shape) != tuple(tensor.shape), len(nt[0])))
@@ -1017,16 +1026,17 @@ def _explain_inplace(err, root, ns, hint) -> Diagnosis:
                       [("recompute-in-step", name, "or recompute the forward after the update"),
                        ("no-data-write", name, "or a write through .data / no_grad")])
             d.check = "which line changes this weight between the forward and this backward (an optimizer's step()?)."
-    elif t is not None and t.grad_fn is not None and producer and _op_word(t.grad_fn.name()) != producer.replace("Backward0", ""):
+    elif t is not None and t.grad_fn is not None and seq(t.grad_fn) > seq(fn):
         op = _op_word(t.grad_fn.name())
         how = _INPLACE_OPS.get(op, f"an in-place {op.lower()}_")
-        d.evidence.append(f"`{name}` was made by {producer} and is now the output of {t.grad_fn.name()}: an "
-                          f"in-place op ({how}) ran on it after it was saved.")
+        d.evidence.append(f"`{name}` is now the output of {t.grad_fn.name()} (creation number {seq(t.grad_fn)}), "
+                          f"made after {fn.name()} saved it: an in-place op ({how}) ran on it since.")
         d._decide("out-of-place", name,
                   f"an in-place op ({how}) changed `{name}`, which {fn.name()} saved. Use the out-of-place op: "
                   f"{_out_of_place(op, name)}.", "an in-place op on a saved tensor", True)
-    elif t is not None and producer:
-        d.evidence.append(f"`{name}` is still the output of {producer} (no in-place op was recorded on it): it "
+    elif t is not None:
+        d.evidence.append(f"no op recorded on `{name}` after {fn.name()} saved it (its node is "
+                          f"{t.grad_fn.name() if t.grad_fn is not None else 'none'}, made before): it "
                           "was written where autograd does not see it: through .data, .detach(), or under torch.no_grad().")
         d._decide("no-data-write", name,
                   f"`{name}` was written without autograd seeing it (through .data, .detach() or under "
@@ -1096,8 +1106,8 @@ def _out_of_place(op: str, name: str) -> str:
                           "the indexed assignment"}.get(op, "the op without the trailing underscore, assigned to a new name")
 
 
-def _shape_words(s) -> str:
-    return "" if not s.shape else f"(shape {tuple(s.shape)}) "
+def _shape_words(t) -> str:
+    return "" if t is None else f"(shape {tuple(t.shape)}) "
 
 
 def _inplace_report(d, err, then=None, now=None) -> str:
