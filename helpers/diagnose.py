@@ -45,6 +45,7 @@ from __future__ import annotations
 import html
 import re
 import sys
+from collections import deque
 
 import torch
 
@@ -52,8 +53,8 @@ from . import render
 from .diagnosis_picture import STOP_FILL, StepClock, draw_steps, is_leaf_node, seq, stop_picture  # noqa: F401 (re-exported)
 from .names import named_tensors
 from .notebook import shell
-from .snapshot import GraphInputError, SavedState, Snapshot
-from .walk import COUNT_LIMIT, check_max_nodes, snapshot_with_ids
+from .snapshot import GraphInputError
+from .walk import COUNT_LIMIT, check_max_nodes, nodes_under
 
 FREED_TEXT = "Trying to backward through the graph a second time"
 INPLACE_TEXT = "modified by an inplace operation"
@@ -93,7 +94,7 @@ _INPLACE_OPS = {"Relu": "relu_ / nn.ReLU(inplace=True)", "LeakyRelu": "leaky_rel
 
 # --------------------------------------------------------------------------------
 # Reading the graph: creation order, and which part is older than the step that failed
-def _step_start(root_fn, ops: list, snap: Snapshot, ids: dict):
+def _step_start(root_fn, ops: list, graph):
     """(creation number where this step's part of the graph begins or None, running total?).
 
     ops: every non-leaf node reachable from the root. Two signs, in this order:
@@ -106,9 +107,8 @@ def _step_start(root_fn, ops: list, snap: Snapshot, ids: dict):
              and not is_leaf_node(n)]
     if root_fn.name().startswith("AddBackward") and chain:
         prev = max(chain, key=seq)
-        others = [ids[n] for n, _ in root_fn.next_functions
-                  if n is not None and n is not prev and not is_leaf_node(n) and n in ids]
-        shared = {i for i in snap.under([ids[prev]]) & snap.under(others) if i in snap.ops}
+        others = [n for n, _ in root_fn.next_functions if n is not None and n is not prev and not is_leaf_node(n)]
+        shared = {fn for fn in graph.under([prev]) & graph.under(others) if not is_leaf_node(fn)}
         if others and not shared:
             return seq(prev) + 1, True
     seqs = sorted({seq(f) for f in ops})
@@ -118,24 +118,76 @@ def _step_start(root_fn, ops: list, snap: Snapshot, ids: dict):
     return max(gaps)[1], False
 
 
+_SAVED_ATTRS: dict = {}
+
+
+def _saved_attrs(fn) -> list:
+    """The `_saved_*` properties of a node's class (cached per class)."""
+    names = _SAVED_ATTRS.get(type(fn))
+    if names is None:
+        names = _SAVED_ATTRS[type(fn)] = sorted(a for a in dir(fn) if a.startswith("_saved_"))
+    return names
+
+
+_VERSIONS = re.compile(r"is at version (\d+); expected version (\d+)")
+
+
 class _Graph:
-    """The graph behind the failed root as the walk recorded it (helpers.walk.snapshot_with_ids,
-    once, up to walk.COUNT_LIMIT): its snapshot and the node <-> id maps. Reachability and
-    paths are read from the snapshot's ids; only `feeds` and the candidate pictures (drawn
-    around the stop) walk live nodes again."""
+    """The live graph behind a node, read once (structure only: helpers.walk.nodes_under, up to
+    walk.COUNT_LIMIT nodes); what each node saved is read lazily, node by node, only where the
+    analysis asks (the newest older node with a freed tensor is found without reading the rest:
+    a 5,000-node graph is answered in well under a second)."""
 
-    def __init__(self, snap: Snapshot, ids: dict):
-        self.snap, self.ids = snap, ids
-        self.node_of = {i: fn for fn, i in ids.items()}
+    def __init__(self, root_fn):
+        self.nodes, self.truncated = nodes_under([root_fn], limit=COUNT_LIMIT)
+        self.ids = set(self.nodes)
+        self._users = None
+        self._saved = {}
 
-    def path(self, start, target) -> list:
-        """Shortest chain of nodes from `start` down to `target`, following inputs."""
-        a, b = self.ids.get(start), self.ids.get(target)
-        return [] if a is None or b is None else [self.node_of[i] for i in self.snap.path(a, b)]
+    def inputs(self, fn) -> list:
+        return [n for n, _ in fn.next_functions if n is not None]
+
+    def under(self, starts) -> set:
+        """Every node reachable from `starts` through inputs, starts included."""
+        seen, stack = set(), list(starts)
+        while stack:
+            fn = stack.pop()
+            if fn not in seen:
+                seen.add(fn)
+                stack.extend(self.inputs(fn))
+        return seen
 
     def reaching(self, target) -> set:
         """The nodes `target` feeds, directly or not, itself included."""
-        return {self.node_of[i] for i in self.snap.reaching(self.ids[target]) if i in self.node_of}
+        if self._users is None:
+            self._users = {}
+            for fn in self.nodes:
+                for n in self.inputs(fn):
+                    self._users.setdefault(n, []).append(fn)
+        seen, stack = set(), [target]
+        while stack:
+            fn = stack.pop()
+            if fn not in seen:
+                seen.add(fn)
+                stack.extend(self._users.get(fn, ()))
+        return seen
+
+    def path(self, start, target) -> list:
+        """Shortest chain of nodes from `start` down to `target`, following inputs."""
+        parent, queue = {start: None}, deque([start])
+        while queue and target not in parent:
+            fn = queue.popleft()
+            for n in self.inputs(fn):
+                if n not in parent:
+                    parent[n] = fn
+                    queue.append(n)
+        if target not in parent:
+            return []
+        out, fn = [], target
+        while fn is not None:
+            out.append(fn)
+            fn = parent[fn]
+        return out[::-1]
 
     def outside(self, fn, limit: int = 2_000) -> tuple[list, list]:
         """(the nodes under `fn` that are not in this graph, the nodes of this graph where that walk
@@ -147,11 +199,10 @@ class _Graph:
         while stack and len(seen) < limit:
             node = stack.pop()
             own.append(node)
-            for n, _ in node.next_functions:
-                if n is None or n in seen:
-                    continue
-                seen.add(n)
-                (meets if n in self.ids else stack).append(n)
+            for n in self.inputs(node):
+                if n not in seen:
+                    seen.add(n)
+                    (meets if n in self.ids else stack).append(n)
         return own, meets
 
     def feeds(self, fn, reaching: set) -> bool:
@@ -160,9 +211,36 @@ class _Graph:
 
     def leaves_under(self, fn) -> list:
         """The leaf tensors behind node `fn`."""
-        under = self.snap.under([self.ids[fn]]) if fn in self.ids else set()
-        return [self.node_of[i].variable for i in under
-                if i in self.node_of and is_leaf_node(self.node_of[i])]
+        return [n.variable for n in self.under([fn]) if is_leaf_node(n)] if fn in self.ids else []
+
+    def saved(self, fn) -> list:
+        """[(slot, state, versions)] of the tensors node `fn` saved: state 'freed', 'held' or
+        'modified' (then versions = (saved at, now)); read once per node."""
+        out = self._saved.get(fn)
+        if out is None:
+            out = self._saved[fn] = []
+            for attr in _saved_attrs(fn):
+                slot = attr[len("_saved_"):]
+                try:
+                    value = getattr(fn, attr)
+                except RuntimeError as err:
+                    text = str(err)
+                    m = _VERSIONS.search(text) if INPLACE_TEXT in text else None
+                    if m:
+                        out.append((slot, "modified", (int(m.group(2)), int(m.group(1)))))
+                    elif FREED_TEXT in text or "freed" in text:
+                        out.append((slot, "freed", None))
+                    continue
+                except Exception:
+                    continue
+                if isinstance(value, torch.Tensor) or (isinstance(value, (tuple, list)) and any(
+                        isinstance(v, torch.Tensor) for v in value)):
+                    out.append((slot, "held", None))
+        return out
+
+    def freed(self, fn) -> list:
+        """The slots of node `fn` whose saved tensor is freed."""
+        return [slot for slot, state, _ in self.saved(fn) if state == "freed"]
 
 
 def _earlier_losses(graph: _Graph, every, root) -> list:
@@ -183,9 +261,8 @@ def _earlier_losses(graph: _Graph, every, root) -> list:
         own, meets = graph.outside(t.grad_fn)
         if not meets:
             continue
-        shared = {graph.node_of[i] for i in graph.snap.under([graph.ids[m] for m in meets])
-                  if i in graph.snap.ops and i in graph.node_of}
-        if not any(s.state is SavedState.FREED for fn in shared for s in graph.snap.ops[graph.ids[fn]].saved):
+        shared = {fn for fn in graph.under(meets) if not is_leaf_node(fn)}
+        if not any(graph.freed(fn) for fn in shared):
             continue
         if _any_freed(own) or (t.numel() == 1 and not _holds_tensor(own)):   # a loss that saved no tensor
             out.append((n, t, own, shared))
@@ -515,47 +592,43 @@ def _dedupe(every) -> list:
 def _explain(root, ns, names_available, max_nodes, clock=None, hint=None, failed=False) -> Diagnosis:
     every = named_tensors(ns, every_path=True) if ns is not None else []
     named = _dedupe(every)
-    snap, ids = snapshot_with_ids(root, max_nodes=COUNT_LIMIT)
-    if snap.truncated:
+    graph = _Graph(root.grad_fn)
+    if graph.truncated:
         return Diagnosis("too large", f"why_backward: the graph has more than {COUNT_LIMIT:,} nodes: "
                                      "too large to diagnose node by node.")
-    saved = {fn: [s for s in snap.ops[i].saved if s.is_tensor] for fn, i in ids.items() if i in snap.ops}
-    freed_total = sum(1 for ss in saved.values() for s in ss if s.state is SavedState.FREED)
-    if freed_total == 0:
-        n = sum(len(ss) for ss in saved.values())
-        return Diagnosis("would succeed", (
-            f"why_backward: backward() on this tensor would succeed now: none of the {n} tensors "
-            f"saved in its graph ({len(saved)} nodes) is freed. If it failed before, the graph was "
-            "rebuilt since."))
-    ops = list(saved)                                       # non-leaf nodes
-    start, running = _step_start(root.grad_fn, ops, snap, ids)
+    ops = [fn for fn in graph.nodes if not is_leaf_node(fn)]
+    start, running = _step_start(root.grad_fn, ops, graph)
     order = sorted(ops, key=seq, reverse=True)             # the CPU engine's order
-    graph = _Graph(snap, ids)
     earlier = [] if running else _earlier_losses(graph, every, root)
     if earlier:        # an earlier backward of this step freed exactly the part both graphs share
         old = [fn for fn in order if fn in earlier[0][3]]
         start = min((seq(fn) for fn in ops if fn not in earlier[0][3]), default=None)
     else:
         old = [fn for fn in order if start is None or seq(fn) < start]
-    stop = next((fn for fn in old if any(s.state is SavedState.FREED for s in saved[fn])), None)
-    if stop is None:   # cannot happen for a graph built by a loop; say so rather than guess
+    stop = next((fn for fn in old if graph.freed(fn)), None)
+    if stop is None:
+        if not any(graph.freed(fn) for fn in order):
+            n = sum(1 for fn in ops for _ in graph.saved(fn))
+            return Diagnosis("would succeed", (
+                f"why_backward: backward() on this tensor would succeed now: none of the {n} tensors "
+                f"saved in its graph ({len(ops)} nodes) is freed. If it failed before, the graph was "
+                "rebuilt since."))
         return Diagnosis("would succeed", "why_backward: no node older than this step holds a freed "
                                          "tensor: backward() on it should not fail this way.")
     d = Diagnosis("stopped", "")
     d.names_available, d.names_hint = names_available, hint
     d.stopped_at = stop.name()
-    d.freed = [s.describe() for s in saved[stop] if s.state is SavedState.FREED]
+    d.freed = graph.freed(stop)
     path = graph.path(root.grad_fn, stop)
     d.path = [fn.name() for fn in path]
     old_set = set(old)
     new = [fn for fn in ops if fn not in old_set]
     entries = []                                            # older nodes this step's part uses
     for fn in new:
-        entries += [n for n in map(graph.node_of.get, snap.ops[ids[fn]].inputs) if n in old_set and n not in entries]
+        entries += [n for n in graph.inputs(fn) if n in old_set and n not in entries]
     # called before backward (not after the error): this step's part is still held
-    d.not_yet_run = not failed and start is not None and not any(s.state is SavedState.FREED for fn in new for s in saved[fn])
-    ev = _Evidence(d, root, ns, named, every, graph, stop, old_set, new, entries, start, running, path, clock)
-    ev.earlier = earlier
+    d.not_yet_run = not failed and start is not None and not any(graph.freed(fn) for fn in new)
+    ev = _Evidence(d, root, ns, named, every, graph, stop, old_set, new, entries, start, running, path, clock, earlier)
     ev.decide()
     d.culprits = d.culprits or ([d.culprit] if d.culprit else [])
     d.picture = stop_picture(root, stop=stop, path=path, old=old_set, names=_picture_names(d, root, named, graph),
@@ -567,10 +640,10 @@ def _explain(root, ns, names_available, max_nodes, clock=None, hint=None, failed
 class _Evidence:
     """What the graph and the namespace show about one failed backward, and the decision."""
 
-    def __init__(self, d, root, ns, named, every, graph, stop, old_set, new, entries, start, running, path, clock):
+    def __init__(self, d, root, ns, named, every, graph, stop, old_set, new, entries, start, running, path, clock, earlier):
         self.d, self.root, self.ns, self.named, self.every = d, root, ns, named, every
         self.graph, self.stop, self.old_set, self.new, self.entries = graph, stop, old_set, new, entries
-        self.start, self.running, self.path, self.clock = start, running, path, clock
+        self.start, self.running, self.path, self.clock, self.earlier = start, running, path, clock, earlier
         self.on_graph = [(n, t) for n, t in named if t.grad_fn is not None]
         self.root_names = [n for n, t in self.on_graph if t is root]
         self.paths_of, self.container_size = {}, {}        # id(tensor) -> its paths; container -> items
@@ -892,8 +965,8 @@ def _picture_names(d, root, named, graph: _Graph) -> dict:
 
 
 def _freed_words(freed: list) -> str:
-    """'result (1, 4) float32 16 B' or, when sizes are unknown, the slot names; at most four."""
-    short = [f.replace(": size unknown", "") for f in freed]
+    """'result, self' (the slots), at most four."""
+    short = list(freed)
     more = f" and {len(short) - 4} more" if len(short) > 4 else ""
     return ", ".join(short[:4]) + more if short else "its saved tensors"
 
@@ -971,8 +1044,12 @@ _INPLACE_MSG = re.compile(r"\[(?P<tensor>[^\]]*\[[^\]]*\])\](?:, which is output
 def _explain_inplace(err, root, ns, hint) -> Diagnosis:
     m = _INPLACE_MSG.search(str(err))
     named = named_tensors(ns) if ns is not None else []
-    snap, ids = snapshot_with_ids(root, max_nodes=COUNT_LIMIT)
-    changed = [(fn, s) for fn, i in ids.items() if i in snap.ops for s in snap.ops[i].saved if s.modified]
+    graph = _Graph(root.grad_fn)
+    order = sorted((fn for fn in graph.nodes if not is_leaf_node(fn)), key=seq, reverse=True)
+    # the failing node: the newest one with a changed saved tensor (the engine runs newest first)
+    first = next((fn for fn in order if any(st == "modified" for _, st, _ in graph.saved(fn))), None)
+    changed = [] if first is None else [(fn, slot, v) for fn in order for slot, st, v in graph.saved(fn)
+                                        if st == "modified" and seq(fn) <= seq(first)][:20]
     d = Diagnosis("modified", "")
     d.names_available, d.names_hint = ns is not None, hint
     then, now = (m.group("then"), m.group("now")) if m else (None, None)
@@ -981,17 +1058,14 @@ def _explain_inplace(err, root, ns, hint) -> Diagnosis:
                           "or the changed tensor is saved by a node outside this graph.")
         d.message = _inplace_report(d, err)
         return d
-    # the failing node: the newest one with a changed saved tensor (the engine runs newest first)
-    fn, s = max(changed, key=lambda fs: seq(fs[0]))
+    fn, slot, (was, now_v) = changed[0]
     d.stopped_at = fn.name()
-    version = s.modified.replace("version ", "")
-    tensor = _raw_saved(fn, s.slot)
-    d.evidence.append(f"{fn.name()} (creation number {seq(fn)}) saved `{s.slot}` {_shape_words(tensor)}at version "
-                      f"{version.split(' -> ')[0]}; it is at version {version.split(' -> ')[1]} now: "
-                      "changed in place after the forward saved it.")
+    tensor = _raw_saved(fn, slot)
+    d.evidence.append(f"{fn.name()} (creation number {seq(fn)}) saved `{slot}` {_shape_words(tensor)}at version "
+                      f"{was}; it is at version {now_v} now: changed in place after the forward saved it.")
     if len(changed) > 1:
         d.evidence.append(f"{len(changed) - 1} more saved tensor(s) of this graph changed too: "
-                          + ", ".join(f"{f.name()}.{x.slot}" for f, x in changed if f is not fn)[:200])
+                          + ", ".join(f"{f.name()}.{x}" for f, x, _ in changed[1:6]) + ".")
     made = _made_where(fn)
     if made:
         d.evidence.append(f"anomaly mode recorded where {fn.name()} was made: {made}")
