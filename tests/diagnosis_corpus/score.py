@@ -63,6 +63,7 @@ class Result:
     confident: bool = False
     crashed: str | None = None       # the tool raised (or the program did not fail as labelled)
     seconds: float = 0.0
+    said: str = ""                   # for reading only, not scored: the tool's verdict and pattern
 
     @property
     def culprit_ok(self) -> bool:
@@ -95,6 +96,7 @@ def score_program(path) -> Result:
     finally:
         r.seconds = time.perf_counter() - start
     r.culprit = tool_culprit(d)
+    r.said = "/".join(str(v) for v in (getattr(d, "verdict", None), getattr(d, "pattern", None)) if v)
     r.fix_kind = getattr(d, "fix_kind", None)
     r.confident = bool(d.confident) if hasattr(d, "confident") else r.culprit is not None
     return r
@@ -110,13 +112,13 @@ def figures(results: list[Result]) -> dict:
 
 def table(results: list[Result]) -> str:
     rows = [f"{'split':7} {'program':36} {'category':18} {'culprit: expected / tool':44} "
-            f"{'fix kind: expected / tool':42} conf  s"]
+            f"{'fix kind: expected / tool':42} conf  s     tool said (not scored)"]
     for r in results:
         mark = lambda ok: "ok" if ok else "--"   # noqa: E731
         culprit = f"{r.expected_culprit} / {r.crashed or r.culprit}"
         fix = f"{r.expected_fix} / {r.fix_kind}"
         rows.append(f"{r.split:7} {r.name:36} {r.category:18} {mark(r.culprit_ok)} {culprit[:41]:41} "
-                    f"{mark(r.fix_ok)} {fix[:39]:39} {'yes' if r.confident else 'no':4} {r.seconds:.2f}")
+                    f"{mark(r.fix_ok)} {fix[:39]:39} {'yes' if r.confident else 'no':4} {r.seconds:.2f}  {r.said}")
     return "\n".join(rows)
 
 
