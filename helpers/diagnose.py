@@ -42,9 +42,11 @@ where names are looked for.
 """
 from __future__ import annotations
 
+import dis
 import html
 import re
 import sys
+import types
 from collections import deque
 
 import torch
@@ -672,6 +674,12 @@ class _Evidence:
                and (t.grad_fn.name(), tuple(t.shape)) in entry_kinds and self.graph.feeds(t.grad_fn, reach)]
         on_path = set(self.path)
         out.sort(key=lambda nt: (nt[1].grad_fn not in on_path, seq(nt[1].grad_fn)))
+        if out and _container(out[0][0]):      # entries of one container (a dict of states): the first made
+            box, have = _container(out[0][0]), {id(t) for _, t in out}
+            out += [(n, t) for n, t in self.every if _container(n) == box and id(t) not in have
+                    and t.grad_fn is not None and seq(t.grad_fn) >= start
+                    and (t.grad_fn.name(), tuple(t.shape)) in entry_kinds]
+            out.sort(key=lambda nt: (_container(nt[0]) != box, seq(nt[1].grad_fn)))
         return out
 
     def old_named(self) -> list:
@@ -853,7 +861,7 @@ class _Evidence:
         module = _module_named(self.ns, base.rsplit(".", 1)[0]) if "." in base and "[" not in base else None
         if module is not None:
             owner_name = base.rsplit(".", 1)[0]
-            reset = next((r for r in RESET_METHODS if callable(getattr(type(module), r, None))), None)
+            reset = _resetter(module, base.rsplit(".", 1)[1])
             if reset:
                 return d._decide("reset-per-episode", base,
                                  f"`{base}` is state that `{owner_name}` keeps between calls, and it still holds "
@@ -936,6 +944,25 @@ class _Evidence:
             d.check = (f"where `{first}` is computed: before the loop (then the fix above), or in this step "
                        "before another loss's backward (then retain_graph=True on that one, or detach it "
                        "where a loss that should not train it uses it). A StepClock (clock=) tells them apart.")
+
+
+def _resetter(module, attr: str) -> str | None:
+    """The name of a method of `module`'s class that resets `attr`: one of RESET_METHODS, or
+    another method (not __init__ nor forward) whose code assigns `self.<attr>` (KalmanNet's
+    InitSequence). Read from the bytecode: nothing runs."""
+    cls = type(module)
+    for name in RESET_METHODS:
+        if callable(getattr(cls, name, None)):
+            return name
+    for name, fn in vars(cls).items():
+        if name in ("__init__", "forward") or name.startswith("__") or not isinstance(fn, types.FunctionType):
+            continue
+        try:
+            if any(i.opname == "STORE_ATTR" and i.argval == attr for i in dis.get_instructions(fn)):
+                return name
+        except Exception:
+            continue
+    return None
 
 
 def _fast_weight(t) -> bool:
