@@ -273,6 +273,13 @@ def _earlier_losses(graph: _Graph, every, root) -> list:
     return out
 
 
+def _same_computation(own, mine) -> bool:
+    """Whether two parts of graphs are the same computation on the same parameters (the same kinds
+    of node, the same leaves): an earlier step's loss, not a sibling loss of this step."""
+    kinds = sorted(fn.name() for fn in own)
+    return bool(own) and kinds == sorted(fn.name() for fn in mine) and _direct_leaves(own) == _direct_leaves(mine)
+
+
 def _direct_leaves(nodes) -> set:
     """ids of the leaf tensors (parameters) the nodes use directly."""
     return {id(n.variable) for fn in nodes for n, _ in fn.next_functions
@@ -381,6 +388,11 @@ def _storage(t):
 def _ipython_namespace():
     ip = shell()
     return None if ip is None else ip.user_ns
+
+
+def _outermost(path):
+    """'memory' for 'memory[7]' (a transition of a replay buffer), 'policy.saved_log_probs' as is."""
+    return None if path is None else re.sub(r"(\[[^\[\]]+\])+$", "", path)
 
 
 def _container(path: str) -> str | None:
@@ -699,6 +711,9 @@ class _Evidence:
         return kept[0] if kept else name
 
     def kept_in(self, tensor) -> str | None:
+        return _outermost(self._kept_in(tensor))
+
+    def _kept_in(self, tensor) -> str | None:
         """The container path where `tensor` is kept longest: of its paths, the one in the
         container with the most items (a replay buffer rather than the batch sampled from it)."""
         kept = [_container(n) for n in self.paths_of.get(id(tensor), []) if _container(n) is not None]
@@ -800,6 +815,16 @@ class _Evidence:
                       [("retain-or-sum", top, "or keep the graph with retain_graph=True on the first backward")])
             return
         where = f"`{top}`" if top else f"the part from {stop.name()} down"
+        if _same_computation(own, self.new):      # as well the previous step's loss, kept under a name
+            d.evidence.append(f"`{n}` is the same computation on the same parameters as this loss: a loss of this "
+                              "step, or the previous step's loss kept under another name.")
+            d._decide("retain-or-sum", top,
+                      f"`{n}` and this loss share {where}. If both are losses of this step, pass retain_graph=True "
+                      f"to `{n}.backward()` or call backward() once on their sum.", "two losses share a graph", False,
+                      [("recompute-in-step", top, f"or `{n}` is the previous step's loss and {where} was made once, "
+                        "before the loop: compute it inside the loop")])
+            d.check = f"whether `{n}` was computed in this step or kept from the previous one (e.g. `last = loss`)."
+            return None
         d._decide("retain-or-sum", top,
                   f"`{n}` and this loss share {where}, made in this step. This is right, not a bug of the "
                   f"loop: pass retain_graph=True to `{n}.backward()`, or call backward() once on the sum "
@@ -876,16 +901,23 @@ class _Evidence:
             d.check = (f"whether a batch continues the previous one (then detach `{base}`: truncated BPTT) "
                        "or is a sequence of its own (then start it from a fresh state).")
             return None
+        fresh = ("reset-per-episode", first, "or each batch, sequence or window should start from a fresh "
+                 f"state: set `{base}` to its initial value at the start of each")
         if index and re.fullmatch(r"\w+", base):
-            return d._decide("detach-carried", first,
-                             f"`{base}` carries the previous step's graph into this one. Detach every state at "
-                             f"the start of each step: {how} (the `repackage_hidden` helper of many RNN codebases).",
-                             "state tuple carried across steps", True)
-        return d._decide("detach-carried", first,
-                         f"`{first}` carries the previous step's graph into this one. Detach it where it is "
-                         f"kept: `{first} = {first}.detach()` at the start of each step (truncated "
-                         f"backpropagation through time), or compute it under torch.no_grad() if it should "
-                         "not be trained through.", "state carried across steps", True)
+            d._decide("detach-carried", first,
+                      f"`{base}` carries the previous step's graph into this one. Detach every state at "
+                      f"the start of each step: {how} (the `repackage_hidden` helper of many RNN codebases).",
+                      "state tuple carried across steps", False, [fresh])
+        else:
+            d._decide("detach-carried", first,
+                      f"`{first}` carries the previous step's graph into this one. Detach it where it is "
+                      f"kept: `{first} = {first}.detach()` at the start of each step (truncated "
+                      f"backpropagation through time), or compute it under torch.no_grad() if it should "
+                      "not be trained through.", "state carried across steps", False, [fresh])
+        d.check = (f"whether the next batch continues where this one ended (then detach `{base}`: truncated "
+                   "BPTT, an EMA, a memory) or starts a sequence of its own (then start it from a fresh state). "
+                   "Either way, the graph of the earlier step must not be kept.")
+        return None
 
     def _before(self, old_named, certain: bool) -> None:
         """A tensor made before this step's part (before the loop, or earlier in this step) feeds it."""
@@ -906,7 +938,7 @@ class _Evidence:
         d.when = d.when or ("before the first step" if certain else None)
         d.evidence.append(f"`{first}` ({tensor.grad_fn.name()}, creation number {seq(tensor.grad_fn)}) was made "
                           f"{when} and feeds {stop.name()}.")
-        items = [t for n, t in self.every if kept is not None and _container(n) == kept and t.grad_fn is not None]
+        items = [t for n, t in self.every if kept is not None and _outermost(n) == kept and t.grad_fn is not None]
         used = [t for t in items if t.grad_fn in self.graph.ids]
         if items and len(used) == len(items) and any(t.grad_fn not in self.old_set for t in used):
             d.evidence.append(f"this loss uses every entry of `{kept}`: {sum(t.grad_fn in self.old_set for t in used)} "
@@ -1148,9 +1180,18 @@ def _explain_inplace(err, root, ns, hint) -> Diagnosis:
         words = ", ".join(f"`{n}` ({type(m).__name__})" for n, m in mods[:4])
         d.evidence.append(f"modules with inplace=True in your namespace: {words}: each writes over its input, "
                           "which the layer before it may have saved.")
-        d._decide("out-of-place", name,
+        d._decide("out-of-place", name if name or len(mods) > 1 else mods[0][0],
                   f"an in-place layer wrote over a tensor {fn.name()} saved. Set inplace=False on {words} "
                   "(or use torch.relu / F.dropout without inplace).", "an in-place layer on a saved tensor", True)
+    elif slot == "result" and len(_inplace_users(graph, fn)) == 1:
+        user = _inplace_users(graph, fn)[0]
+        op = _op_word(user.name())
+        how = _INPLACE_OPS.get(op, f"an in-place {op.lower()}_")
+        d.evidence.append(f"the one node made on {fn.name()}'s output after it is {user.name()} (creation number "
+                          f"{seq(user)}), an op with an in-place form ({how}): the output it saved was changed by it.")
+        d._decide("out-of-place", name,
+                  f"an in-place op ({how}) changed the output {fn.name()} saved. Use the out-of-place op: "
+                  f"{_out_of_place(op, 'x')}.", "an in-place op on a saved tensor", True)
     else:
         d._decide("out-of-place", name,
                   "an in-place op changed a tensor the graph saved. Use the out-of-place op (`x = x + y` for "
@@ -1164,13 +1205,21 @@ def _explain_inplace(err, root, ns, hint) -> Diagnosis:
     return d
 
 
+def _inplace_users(graph, fn) -> list:
+    """The nodes that take node `fn`'s output and have an in-place form (ReluBackward0 of relu_,
+    AddBackward0 of +=, CopySlices of x[i] = ...)."""
+    graph.reaching(fn)                        # builds the users map
+    return [u for u in graph._users.get(fn, []) if _op_word(u.name()) in _INPLACE_OPS]
+
+
 def _inplace_modules(ns) -> list:
     """[(path, module)] of the modules in `ns` (and their submodules) with inplace=True."""
     out = []
     for name, value in list((ns or {}).items())[:20_000]:
         if isinstance(name, str) and not name.startswith("_") and isinstance(value, torch.nn.Module):
             try:
-                out += [(f"{name}.{n}" if n else name, m) for n, m in value.named_modules()
+                out += [(name + "".join(f"[{p}]" if p.isdigit() else f".{p}" for p in n.split(".")) if n else name, m)
+                        for n, m in value.named_modules()
                         if getattr(m, "inplace", False) is True]
             except Exception:
                 continue
