@@ -686,7 +686,7 @@ class _Evidence:
                and (t.grad_fn.name(), tuple(t.shape)) in entry_kinds and self.graph.feeds(t.grad_fn, reach)]
         on_path = set(self.path)
         out.sort(key=lambda nt: (nt[1].grad_fn not in on_path, seq(nt[1].grad_fn)))
-        if out and _container(out[0][0]):      # entries of one container (a dict of states): the first made
+        if out and _container(out[0][0]) and not re.search(r"\[\d+\]$", out[0][0]):   # a dict of states: the first made
             box, have = _container(out[0][0]), {id(t) for _, t in out}
             out += [(n, t) for n, t in self.every if _container(n) == box and id(t) not in have
                     and t.grad_fn is not None and seq(t.grad_fn) >= start
