@@ -1030,13 +1030,17 @@ def _freed_words(freed: list) -> str:
     return ", ".join(short[:4]) + more if short else "its saved tensors"
 
 
+MAX_BLOCK = 24    # the longest block of node names path_words looks for (a time step's nodes)
+
+
 def path_words(path: list[str]) -> str:
     """'A -> (B -> C) x29 -> D': a block of node names repeated back to back, as each time step
-    of a long loop repeats, is written once with its count (the longest saving first)."""
+    of a long loop repeats, is written once with its count (the longest saving first; blocks of
+    up to MAX_BLOCK names, so a 5,000-node path takes milliseconds)."""
     out, i = [], 0
     while i < len(path):
         best = (1, 1)                              # (block length, repeats)
-        for size in range(1, (len(path) - i) // 2 + 1):
+        for size in range(1, min(MAX_BLOCK, (len(path) - i) // 2) + 1):
             block, k = path[i:i + size], 1
             while path[i + k * size:i + (k + 1) * size] == block:
                 k += 1

@@ -1039,3 +1039,38 @@ def test_an_unnamed_inplace_op_is_found_from_the_graph():
     d = why_backward_failed(info.value, names={"fc": fc})
     assert (d.fix_kind, d.confident, d.culprit) == ("out-of-place", True, None)
     assert "AddBackward0" in d.message and "+= / add_" in d.fix
+
+
+# -- helpers.names: where people keep tensors --------------------------------------------------
+def test_names_are_found_in_containers_objects_and_private_attributes_within_bounds():
+    import collections
+
+    from helpers import names
+
+    class Box:
+        def __init__(self):
+            self.shadow = {"w": torch.ones(1)}
+            self._hidden = torch.ones(2)
+            self.me = self                                       # a cycle: visited once
+
+        @property
+        def boom(self):                                          # never run
+            raise AssertionError("a property ran")
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layers = torch.nn.Sequential(torch.nn.Linear(2, 2))
+            self._state = torch.zeros(3)
+
+    long = collections.deque(torch.full((1,), float(i)) for i in range(names.MAX_ITEMS + 50))
+    ns = {"ema": Box(), "net": Net(), "memory": [(torch.ones(1), torch.ones(1))], "buf": long, "_9": torch.ones(1)}
+    found = dict(names.named_tensors(ns))
+    for path in ("ema.shadow['w']", "ema._hidden", "net._state", "net.layers[0].weight", "memory[0][1]"):
+        assert path in found, (path, sorted(found))
+    last = len(long) - 1
+    assert f"buf[{last}]" in found and found[f"buf[{last}]"] is long[-1]      # the newest are seen
+    assert f"buf[{last - names.MAX_ITEMS}]" not in found and "buf[0]" not in found   # bounded
+    assert "_9" not in found                                    # IPython's output history is skipped
+    both = names.named_tensors({"a": long[-1], "buf": long}, every_path=True)
+    assert [p for p, t in both if t is long[-1]] == ["a", f"buf[{last}]"]   # a tensor kept twice: both paths
