@@ -1106,7 +1106,7 @@ _INPLACE_MSG = re.compile(r"\[(?P<tensor>[^\]]*\[[^\]]*\])\](?:, which is output
 
 def _explain_inplace(err, root, ns, hint) -> Diagnosis:
     m = _INPLACE_MSG.search(str(err))
-    named = named_tensors(ns) if ns is not None else []
+    named = named_tensors(ns, every_path=True) if ns is not None else []   # a weight: `model.fc.weight`, not a dict's copy
     graph = _Graph(root.grad_fn)
     order = sorted((fn for fn in graph.nodes if not is_leaf_node(fn)), key=seq, reverse=True)
     # the failing node: the newest one with a changed saved tensor (the engine runs newest first)
@@ -1134,7 +1134,7 @@ def _explain_inplace(err, root, ns, hint) -> Diagnosis:
         d.evidence.append(f"anomaly mode recorded where {fn.name()} was made: {made}")
     key = _storage(tensor) if tensor is not None else None
     same = [(n, t) for n, t in named if key is not None and _storage(t) == key]
-    same.sort(key=lambda nt: (tuple(nt[1].shape) != tuple(tensor.shape), len(nt[0])))
+    same.sort(key=lambda nt: (tuple(nt[1].shape) != tuple(tensor.shape), "['" in nt[0], len(nt[0])))
     if same:
         name, t = same[0]
         view = "" if tuple(t.shape) == tuple(tensor.shape) else " (saved as a view of it, e.g. its transpose)"
@@ -1150,8 +1150,8 @@ def _explain_inplace(err, root, ns, hint) -> Diagnosis:
             d.evidence.append(f"{who} is a parameter of the optimizer `{opts[0]}`: its step() changes it in place.")
             d._decide("backward-before-step", name,
                       f"`{opts[0]}.step()` ran between the forward that saved {who} and this backward. Call "
-                      f"every backward that uses this forward before `{opts[0]}.step()` (e.g. the generator's "
-                      f"backward before the discriminator's step); if this loss must see the updated weights, "
+                      f"every backward that uses this forward before `{opts[0]}.step()`; if this loss must see "
+                      f"the updated weights, "
                       "run its forward again after the step.", "an optimizer step between forward and backward", True,
                       [("recompute-in-step", name, "or recompute the forward after the step")])
         else:
