@@ -105,6 +105,7 @@ def _step_start(root_fn, ops: list, graph):
     the largest gap in creation numbers (the previous step's loss and whatever else it made
     after the carried tensor is not reachable from this step's loss).
     """
+    root_fn = _total_node(root_fn)
     chain = [n for n, _ in root_fn.next_functions if n is not None and n.name() == root_fn.name()
              and not is_leaf_node(n)]
     if root_fn.name().startswith("AddBackward") and chain:
@@ -118,6 +119,17 @@ def _step_start(root_fn, ops: list, graph):
     if not gaps:
         return None, False
     return max(gaps)[1], False
+
+
+def _total_node(fn):
+    """The node a running total would be: `fn` itself, or, for (total / n).backward(), the node
+    under up to three ops that each take one tensor."""
+    for _ in range(3):
+        inputs = [n for n, _ in fn.next_functions if n is not None and not is_leaf_node(n)]
+        if fn.name().startswith("AddBackward") or len(inputs) != 1:
+            break
+        fn = inputs[0]
+    return fn
 
 
 _SAVED_ATTRS: dict = {}
@@ -663,8 +675,8 @@ class _Evidence:
         self.paths_of, self.container_size = {}, {}        # id(tensor) -> its paths; container -> items
         for n, t in every:
             self.paths_of.setdefault(id(t), []).append(n)
-            c = _container(n)
-            if c is not None:
+            c = _outermost(_container(n))
+            if c is not None:                                # per outermost container: memory, not memory[3]
                 self.container_size[c] = self.container_size.get(c, 0) + 1
 
     # -- evidence ---------------------------------------------------------------------
@@ -711,12 +723,9 @@ class _Evidence:
         return kept[0] if kept else name
 
     def kept_in(self, tensor) -> str | None:
-        return _outermost(self._kept_in(tensor))
-
-    def _kept_in(self, tensor) -> str | None:
-        """The container path where `tensor` is kept longest: of its paths, the one in the
-        container with the most items (a replay buffer rather than the batch sampled from it)."""
-        kept = [_container(n) for n in self.paths_of.get(id(tensor), []) if _container(n) is not None]
+        """The container where `tensor` is kept longest: of its paths' outermost containers, the one
+        holding the most tensors (a replay buffer `memory`, not the `batch` sampled from it)."""
+        kept = [_outermost(_container(n)) for n in self.paths_of.get(id(tensor), []) if _container(n) is not None]
         return max(kept, key=lambda c: self.container_size[c], default=None)
 
     # -- the decision -------------------------------------------------------------------
@@ -762,11 +771,13 @@ class _Evidence:
 
     def _running_total(self) -> None:
         d = self.d
-        who = f"`{self.root_names[0]}`" if self.root_names else "the tensor you called backward() on"
-        d.evidence.append(f"{who} is an {self.root.grad_fn.name()} whose input is the same add made a step "
+        total = _total_node(self.root.grad_fn)
+        names = [n for n, t in self.on_graph if t.grad_fn is total] or self.root_names
+        who = f"`{names[0]}`" if names else "the tensor you called backward() on"
+        d.evidence.append(f"{who} is an {total.name()} whose input is the same add made a step "
                           "earlier, and the two steps share no node: a running total across steps.")
         d.when = "an earlier step"
-        d._decide("accumulate-number", self.root_names[0] if self.root_names else None,
+        d._decide("accumulate-number", names[0] if names else None,
                   f"{who} is a running total: it adds this step's loss to the graphs of all earlier steps. "
                   "Keep the total as a number, `total += loss.item()`, and call backward() on this step's "
                   "loss only.", "running total", True)

@@ -71,16 +71,16 @@ def named_tensors(ns, every_path: bool = False) -> list:
     tensor kept in two places (a replay buffer and the batch sampled from it) under each path.
     Top-level names starting with '_' (IPython's output history) are skipped."""
     out, seen_tensors, seen = [], set(), set()
-    level = []
+    level = []                                  # (path, value, the namespace name it hangs from)
     for i, (name, value) in enumerate(list(ns.items())):
         if i >= MAX_NAMES:
             break
         if isinstance(name, str) and not name.startswith("_"):
-            level.append((name, value))
+            level.append((name, value, name))
     visits = 0
     for _depth in range(MAX_DEPTH + 1):
         nxt = []
-        for path, value in level:
+        for path, value, top in level:
             visits += 1
             if visits > MAX_VISITS:
                 return out
@@ -89,13 +89,16 @@ def named_tensors(ns, every_path: bool = False) -> list:
                     seen_tensors.add(id(value))
                     out.append((path, value))
                 continue
-            if isinstance(value, _OPAQUE) or id(value) in seen:
+            # each object once (cycles), or with every_path once under each namespace name: the
+            # transitions sampled into `batch` are still found in `memory.memory`
+            key = (top, id(value)) if every_path else id(value)
+            if isinstance(value, _OPAQUE) or key in seen:
                 continue
-            seen.add(id(value))
+            seen.add(key)
             try:
                 children = _items(value) or _attributes(value)
             except Exception:       # a user's object may do anything: skip it, never raise
                 continue
-            nxt.extend((path + suffix, child) for suffix, child in children)
+            nxt.extend((path + suffix, child, top) for suffix, child in children)
         level = nxt
     return out

@@ -1012,6 +1012,45 @@ for step in range(40):
         loss.backward()
         opt.step()
 """, ("memory", "detach-carried", True)),
+    # the same tutorial's ReplayMemory class and its Transition namedtuple: the batch sampled from
+    # `memory.memory` holds the same transitions; the buffer is named, not the sample
+    "dqn_replay_memory_class": ("""
+import collections, random
+random.seed(0)
+Transition = collections.namedtuple("Transition", ("state", "action", "next_state", "reward"))
+class ReplayMemory:
+    def __init__(self, capacity):
+        self.memory = collections.deque([], maxlen=capacity)
+    def push(self, *args):
+        self.memory.append(Transition(*args))
+    def sample(self, n):
+        return random.sample(self.memory, n)
+encoder, qnet = nn.Linear(6, 4), nn.Linear(4, 2)
+opt = torch.optim.Adam([*encoder.parameters(), *qnet.parameters()], lr=1e-3)
+memory = ReplayMemory(1000)
+for step in range(30):
+    s = encoder(torch.randn(1, 6))
+    memory.push(s, 0, s, 1.0)
+    if len(memory.memory) >= 8:
+        transitions = memory.sample(8)
+        batch = Transition(*zip(*transitions))
+        loss = qnet(torch.cat(batch.state)).pow(2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+""", ("memory.memory", "detach-carried", True)),
+    # pytorch/pytorch#6017's FAQ note on a running total kept as a tensor, averaged before backward
+    "running_average": ("""
+model = nn.Linear(3, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+loss_sum = torch.zeros(())
+for i in range(3):
+    loss = ((model(torch.randn(4, 3)) - 1) ** 2).mean()
+    loss_sum = loss_sum + loss
+    opt.zero_grad()
+    (loss_sum / (i + 1)).backward()
+    opt.step()
+""", ("loss_sum", "accumulate-number", True)),
 }
 
 
