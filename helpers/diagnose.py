@@ -883,7 +883,7 @@ class _Evidence:
                              "a list not cleared between episodes", True)
         if _fast_weight(tensor):
             name = container or first
-            d.evidence.append(f"`{first}` is a parameter minus updates (a chain of SubBackward0 down to a leaf "
+            d.evidence.append(f"`{first}` is a parameter plus updates (a chain of subtractions down to a leaf "
                               "of its shape): fast weights of an inner loop, not reset for this task.")
             return d._decide("reset-per-episode", name,
                              f"`{name}` still holds the last task's fast weights. Restart every task from the "
@@ -1009,14 +1009,15 @@ def _resetter(module, attr: str) -> str | None:
 
 
 def _fast_weight(t) -> bool:
-    """Whether `t` is a leaf of its shape minus updates: w - lr * g, again and again (MAML)."""
+    """Whether `t` is a leaf of its shape plus updates: w - lr * g, again and again (MAML); the
+    chain of first inputs, all subtractions or additions, ends at that leaf."""
     fn, subs = t.grad_fn, 0
     for _ in range(10_000):
         if fn is None:
             return False
         if is_leaf_node(fn):
             return subs > 0 and tuple(fn.variable.shape) == tuple(t.shape)
-        if not fn.name().startswith("SubBackward"):
+        if not fn.name().startswith(("SubBackward", "AddBackward")):     # w - lr * g, w.add(g, alpha=-lr)
             return False
         subs += 1
         fn = fn.next_functions[0][0]
