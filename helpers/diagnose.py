@@ -883,11 +883,13 @@ class _Evidence:
                              "a list not cleared between episodes", True)
         if _fast_weight(tensor):
             name = container or first
+            restart = ("dict(model.named_parameters())" if "['" in first[len(name):] else "list(model.parameters())"
+                       if container else "the meta-parameter itself")
             d.evidence.append(f"`{first}` is a parameter plus updates (a chain of subtractions down to a leaf "
                               "of its shape): fast weights of an inner loop, not reset for this task.")
             return d._decide("reset-per-episode", name,
                              f"`{name}` still holds the last task's fast weights. Restart every task from the "
-                             f"meta-parameters (`{name} = list(model.parameters())` at the start of the task). Do "
+                             f"meta-parameters (`{name} = {restart}` at the start of the task). Do "
                              "not detach them: that cuts the meta-gradient (and backward then fails anew).",
                              "fast weights not reset per task", True)
         m = re.fullmatch(r"(.+?)((?:\[\d+\])*)", first)     # hidden[0], states[1][0], model.hidden[0]
@@ -913,7 +915,7 @@ class _Evidence:
                        "or is a sequence of its own (then start it from a fresh state).")
             return None
         fresh = ("reset-per-episode", first, "or each batch, sequence or window should start from a fresh "
-                 f"state: set `{base}` to its initial value at the start of each")
+                 f"state: set `{base}` to its initial value at the start of each one")
         if index and re.fullmatch(r"\w+", base):
             d._decide("detach-carried", first,
                       f"`{base}` carries the previous step's graph into this one. Detach every state at "
