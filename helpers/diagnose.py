@@ -1,133 +1,365 @@
-"""Why did my backward() fail? A diagnosis for a learner's own training loop.
+"""Why did my backward() fail? A diagnosis for a learner's own training loop, evidence first.
 
     loss.backward()            # RuntimeError: Trying to backward through the graph a second time
     %load_ext helpers.diagnose # once per session (or: from helpers.diagnose import why_backward_failed)
-    %why_backward              # in the next cell: where the engine stopped, which tensor carries
-                               # the old graph, the likely pattern and its fix, and a picture
+    %why_backward              # in the next cell: what the graph shows, the cause and its fix when
+                               # the evidence singles one out (else the candidates), and a picture
 
 `why_backward_failed()` does the same as a function: with no argument it reads the last error
-(`sys.last_value`), or pass the exception or the tensor whose backward failed.
+(`sys.last_value`), or pass the exception or the tensor whose backward failed. It explains two
+errors: "Trying to backward through the graph a second time" and its sibling "one of the
+variables needed for gradient computation has been modified by an inplace operation".
 
-It only *reads*: the graph's nodes, whether their saved tensors are freed, and the names in
-the namespace (IPython's user namespace, or `names=` you pass). It never calls backward or
-re-runs your step. (The one write: reading a held saved tensor records its size in the node's
-`metadata` dict, as every picture of this package does, so a later picture can size it.)
+What it reads (it never calls backward and never re-runs your step; tested):
+- the graph behind the failed tensor: each node's creation number (autograd's `sequence_nr`),
+  which saved tensors are freed, and which were changed in place since saved (their versions);
+- where you keep tensors (helpers.names): your variables, lists, tuples, deques, dicts and the
+  attributes of your objects and modules, as paths like `ema.shadow['w']` or `memory[3][0]`
+  (in IPython the user namespace; else `names=`; else the locals of the function in the
+  traceback that called backward());
+- optional, sharper evidence you opt into before the loop:
+  * a `StepClock` ticked at the top of each step, passed as `clock=`: it then says in which step
+    each part was made (this step, step k, before the first step) instead of inferring it;
+  * `torch.autograd.set_detect_anomaly(True)`: autograd then records the forward line that made
+    each node, and the diagnosis quotes the line that made the node it names.
 
 How it finds the stop without running anything: after a failed backward the part of the graph
 it ran is freed too, so "freed" alone cannot say where it stopped. But the CPU engine runs nodes
-newest first (by the order they were created, `sequence_nr`), so it runs all of this step's
-nodes and stops at the newest *older* node that saved a tensor. What is older is read from the
-graph: a running total chains one `AddBackward0` per step; otherwise the previous step's
-loss, never reachable from this step's, leaves a gap in the creation numbers. (The tests check
-the answer against `helpers.trace.where_backward_stops`, which watches a real backward.)
+newest first (by creation number), so it runs all of this step's nodes and stops at the newest
+*older* node that saved a tensor. What is older is read from the graph: a running total chains
+one `AddBackward0` per step (and its steps share no node); otherwise the previous step's loss,
+never reachable from this step's, leaves a gap in the creation numbers.
 
-The picture: a small graph whole; a long loop's graph (an RNN over many time steps) around the
-stop: the last nodes of the path from the loss, the stop, what feeds it, the rest counted in one
-box (`helpers.walk`'s focus=), so that it reads at notebook width.
+Evidence before advice: a `Diagnosis` is `confident` only when the evidence singles out one
+cause and one fix (a running total; a state rebound each step; two losses of one step where the
+earlier one is still in your namespace; a list that keeps last episode's entries; the in-place
+error with the changed tensor found). Otherwise it says what the graph shows and lists the
+candidate causes (`candidates`), each with its evidence, and what to check.
 
-The seam with the picture engine: this module owns the analysis (what failed, which name
-carries it, the fix); helpers.diagnosis_picture owns the pictures (`stop_picture`, and
-`StepClock`/`draw_steps`, re-exported here). helpers.names owns where names are looked for.
+The seam with the picture engine: this module owns the analysis; helpers.diagnosis_picture owns
+the pictures (`stop_picture`, and `StepClock`/`draw_steps`, re-exported here); helpers.names owns
+where names are looked for.
 """
 from __future__ import annotations
 
+import dis
 import html
 import re
 import sys
+import types
+from collections import deque
 
 import torch
 
 from . import render
 from .diagnosis_picture import STOP_FILL, StepClock, draw_steps, is_leaf_node, seq, stop_picture  # noqa: F401 (re-exported)
-from .names import MAX_NAMES, named_tensors
+from .names import named_tensors
 from .notebook import shell
-from .snapshot import GraphInputError, SavedState, Snapshot
-from .walk import COUNT_LIMIT, check_max_nodes, snapshot_with_ids
+from .snapshot import GraphInputError
+from .walk import COUNT_LIMIT, check_max_nodes, nodes_under
 
 FREED_TEXT = "Trying to backward through the graph a second time"
+INPLACE_TEXT = "modified by an inplace operation"
 
 RESET_METHODS = ("reset", "reset_state", "reset_states", "reset_hidden", "init_hidden", "reset_mem")
+
+# The kinds of fix the diagnosis (and the corpus of failing programs) speaks of.
+FIX_KINDS = {
+    "detach-carried": "a tensor kept from an earlier step (a state, an attribute, a buffer entry) still "
+                      "holds that step's graph: detach it where it is kept",
+    "recompute-in-step": "a tensor computed once (before the loop) is reused by every step: compute it "
+                         "inside the step (or under torch.no_grad() if it should not train)",
+    "retain-or-sum": "two losses of the same step share a graph: retain_graph=True on the first "
+                     "backward, or one backward on their sum",
+    "detach-input": "one network's output feeds a loss that should not train that network (a GAN's "
+                    "fake fed to D): pass it .detach()ed there",
+    "accumulate-number": "a running total of losses is backwarded: keep the total as a number, "
+                         "total += loss.item()",
+    "reset-per-episode": "state that should start fresh each episode, sequence or task is not reset: "
+                         "clear it, call reset(), or restart from the meta-parameters",
+    "backward-before-step": "optimizer.step() changed weights a later backward still needs: run the "
+                            "backward before the step (or recompute the forward after it)",
+    "out-of-place": "an in-place op (relu_, inplace=True, +=, x[i] = ...) changed a tensor the graph "
+                    "saved: use the out-of-place op",
+    "no-data-write": "a write autograd does not record (through .data, .detach() or under no_grad) "
+                     "changed a tensor the graph saved: write into a copy, or after the backward",
+}
+
+# an in-place op's node -> how it is written
+_INPLACE_OPS = {"Relu": "relu_ / nn.ReLU(inplace=True)", "LeakyRelu": "leaky_relu_ / nn.LeakyReLU(inplace=True)",
+                "Add": "+= / add_", "Sub": "-= / sub_", "Mul": "*= / mul_", "Div": "/= / div_",
+                "CopySlices": "an indexed assignment x[...] = ...", "Clamp": "clamp_",
+                "Sigmoid": "sigmoid_", "Tanh": "tanh_", "Exp": "exp_", "Hardtanh": "nn.ReLU6/Hardtanh(inplace=True)",
+                "Elu": "nn.ELU(inplace=True)", "Threshold": "threshold_", "MaskedFill": "masked_fill_",
+                "IndexPut": "index_put_ / x[mask] = ...", "Copy": "copy_", "Fill": "fill_", "Dropout": "dropout(inplace=True)"}
 
 
 # --------------------------------------------------------------------------------
 # Reading the graph: creation order, and which part is older than the step that failed
-def _step_start(root_fn, ops: list):
-    """The creation number where this step's part of the graph begins, or None if unknown.
+def _step_start(root_fn, ops: list, graph):
+    """(creation number where this step's part of the graph begins or None, running total?).
 
     ops: every non-leaf node reachable from the root. Two signs, in this order:
-    a running total (the root is an add whose input is the same add a step earlier), then
+    a running total (the root is an add whose input is the same add a step earlier, and the
+    two share no node: a loss summed over one step's time steps shares their state), then
     the largest gap in creation numbers (the previous step's loss and whatever else it made
     after the carried tensor is not reachable from this step's loss).
     """
+    root_fn = _total_node(root_fn)
     chain = [n for n, _ in root_fn.next_functions if n is not None and n.name() == root_fn.name()
              and not is_leaf_node(n)]
     if root_fn.name().startswith("AddBackward") and chain:
-        return seq(max(chain, key=seq)) + 1
+        prev = max(chain, key=seq)
+        others = [n for n, _ in root_fn.next_functions if n is not None and n is not prev and not is_leaf_node(n)]
+        shared = {fn for fn in graph.under([prev]) & graph.under(others) if not is_leaf_node(fn)}
+        if others and not shared:
+            return seq(prev) + 1, True
     seqs = sorted({seq(f) for f in ops})
     gaps = [(b - a, b) for a, b in zip(seqs, seqs[1:]) if b - a > 1]
     if not gaps:
-        return None
-    return max(gaps)[1]
+        return None, False
+    return max(gaps)[1], False
+
+
+def _total_node(fn):
+    """The node a running total would be: `fn` itself, or, for (total / n).backward(), the node
+    under up to three ops that each take one tensor."""
+    for _ in range(3):
+        inputs = [n for n, _ in fn.next_functions if n is not None and not is_leaf_node(n)]
+        if fn.name().startswith("AddBackward") or len(inputs) != 1:
+            break
+        fn = inputs[0]
+    return fn
+
+
+_SAVED_ATTRS: dict = {}
+
+
+def _saved_attrs(fn) -> list:
+    """The `_saved_*` properties of a node's class (cached per class)."""
+    names = _SAVED_ATTRS.get(type(fn))
+    if names is None:
+        names = _SAVED_ATTRS[type(fn)] = sorted(a for a in dir(fn) if a.startswith("_saved_"))
+    return names
+
+
+_VERSIONS = re.compile(r"is at version (\d+); expected version (\d+)")
 
 
 class _Graph:
-    """The graph behind the failed root as the walk recorded it (helpers.walk.snapshot_with_ids,
-    once, up to walk.COUNT_LIMIT): its snapshot and the node <-> id maps. Reachability and
-    paths are read from the snapshot's ids; only `feeds` and the candidate pictures (drawn
-    around the stop) walk live nodes again."""
+    """The live graph behind a node, read once (structure only: helpers.walk.nodes_under, up to
+    walk.COUNT_LIMIT nodes); what each node saved is read lazily, node by node, only where the
+    analysis asks (the newest older node with a freed tensor is found without reading the rest:
+    a 5,000-node graph is answered in well under a second)."""
 
-    def __init__(self, snap: Snapshot, ids: dict):
-        self.snap, self.ids = snap, ids
-        self.node_of = {i: fn for fn, i in ids.items()}
+    def __init__(self, root_fn):
+        self.nodes, self.truncated = nodes_under([root_fn], limit=COUNT_LIMIT)
+        self.ids = set(self.nodes)
+        self._users = None
+        self._saved = {}
 
-    def path(self, start, target) -> list:
-        """Shortest chain of nodes from `start` down to `target`, following inputs."""
-        a, b = self.ids.get(start), self.ids.get(target)
-        return [] if a is None or b is None else [self.node_of[i] for i in self.snap.path(a, b)]
+    def inputs(self, fn) -> list:
+        return [n for n, _ in fn.next_functions if n is not None]
+
+    def under(self, starts) -> set:
+        """Every node reachable from `starts` through inputs, starts included."""
+        seen, stack = set(), list(starts)
+        while stack:
+            fn = stack.pop()
+            if fn not in seen:
+                seen.add(fn)
+                stack.extend(self.inputs(fn))
+        return seen
 
     def reaching(self, target) -> set:
         """The nodes `target` feeds, directly or not, itself included."""
-        return {self.node_of[i] for i in self.snap.reaching(self.ids[target]) if i in self.node_of}
+        if self._users is None:
+            self._users = {}
+            for fn in self.nodes:
+                for n in self.inputs(fn):
+                    self._users.setdefault(n, []).append(fn)
+        seen, stack = set(), [target]
+        while stack:
+            fn = stack.pop()
+            if fn not in seen:
+                seen.add(fn)
+                stack.extend(self._users.get(fn, ()))
+        return seen
+
+    def path(self, start, target) -> list:
+        """Shortest chain of nodes from `start` down to `target`, following inputs."""
+        parent, queue = {start: None}, deque([start])
+        while queue and target not in parent:
+            fn = queue.popleft()
+            for n in self.inputs(fn):
+                if n not in parent:
+                    parent[n] = fn
+                    queue.append(n)
+        if target not in parent:
+            return []
+        out, fn = [], target
+        while fn is not None:
+            out.append(fn)
+            fn = parent[fn]
+        return out[::-1]
+
+    def outside(self, fn, limit: int = 2_000) -> tuple[list, list]:
+        """(the nodes under `fn` that are not in this graph, the nodes of this graph where that walk
+        meets it): the own part of another tensor's graph (an earlier loss, an LSTM's state the
+        loss does not use)."""
+        if fn in self.ids:
+            return [], [fn]
+        own, meets, seen, stack = [], [], {fn}, [fn]
+        while stack and len(seen) < limit:
+            node = stack.pop()
+            own.append(node)
+            for n in self.inputs(node):
+                if n not in seen:
+                    seen.add(n)
+                    (meets if n in self.ids else stack).append(n)
+        return own, meets
 
     def feeds(self, fn, reaching: set) -> bool:
-        """Whether node `fn` is one of `reaching` (a `reaching(target)` set) or is fed by one: read
-        from the snapshot for a node of the graph; a node outside it (an LSTM's returned state the
-        loss does not use) is walked only until it meets the graph, whose part is known."""
-        if fn in self.ids:
-            return fn in reaching
-        seen, stack = {fn}, [fn]
-        while stack and len(seen) < COUNT_LIMIT:
-            for n, _ in stack.pop().next_functions:
-                if n is None or n in seen:
-                    continue
-                if n in self.ids:
-                    if n in reaching:
-                        return True
-                    continue        # in the graph but not feeding the target: nor does what it feeds
-                seen.add(n)
-                stack.append(n)
-        return False
+        """Whether node `fn` is one of `reaching` (a `reaching(target)` set) or is fed by one."""
+        return any(m in reaching for m in self.outside(fn)[1])
 
     def leaves_under(self, fn) -> list:
         """The leaf tensors behind node `fn`."""
-        under = self.snap.under([self.ids[fn]]) if fn in self.ids else set()
-        return [self.node_of[i].variable for i in under
-                if i in self.node_of and is_leaf_node(self.node_of[i])]
+        return [n.variable for n in self.under([fn]) if is_leaf_node(n)] if fn in self.ids else []
+
+    def saved(self, fn) -> list:
+        """[(slot, state, versions)] of the tensors node `fn` saved: state 'freed', 'held' or
+        'modified' (then versions = (saved at, now)); read once per node."""
+        out = self._saved.get(fn)
+        if out is None:
+            out = self._saved[fn] = []
+            for attr in _saved_attrs(fn):
+                slot = attr[len("_saved_"):]
+                try:
+                    value = getattr(fn, attr)
+                except RuntimeError as err:
+                    text = str(err)
+                    m = _VERSIONS.search(text) if INPLACE_TEXT in text else None
+                    if m:
+                        out.append((slot, "modified", (int(m.group(2)), int(m.group(1)))))
+                    elif FREED_TEXT in text or "freed" in text:
+                        out.append((slot, "freed", None))
+                    continue
+                except Exception:
+                    continue
+                if isinstance(value, torch.Tensor) or (isinstance(value, (tuple, list)) and any(
+                        isinstance(v, torch.Tensor) for v in value)):
+                    out.append((slot, "held", None))
+        return out
+
+    def freed(self, fn) -> list:
+        """The slots of node `fn` whose saved tensor is freed."""
+        return [slot for slot, state, _ in self.saved(fn) if state == "freed"]
+
+
+def _earlier_losses(graph: _Graph, every, root) -> list:
+    """[(name, tensor, its own nodes, the ops of this graph it shares)]: named tensors outside
+    this graph (scalars first, newest first) whose graph joins this one, that were backwarded
+    already (their own saved tensors freed, or a scalar that saved none: d = c.mean()) and whose shared part holds a
+    freed tensor: the earlier backward of this step, through a graph both share. Items of
+    containers are left out (a list of earlier steps' losses is a log, not this step), unless the
+    container holds the failed tensor too (a tuple of this step's losses)."""
+    out = []
+    siblings = {_container(n) for n, t in every if t is root and _container(n)}   # outputs = (loss1, loss2)
+    cands = [(n, t) for n, t in _dedupe([nt for nt in every if "[" not in nt[0] or _container(nt[0]) in siblings])
+             if t is not root and t.grad_fn is not None
+             and ("[" not in n or _container(n) in siblings)
+             and t.grad_fn not in graph.ids and not is_leaf_node(t.grad_fn)]
+    cands.sort(key=lambda nt: (nt[1].numel() != 1, -seq(nt[1].grad_fn)))
+    for n, t in cands[:40]:
+        own, meets = graph.outside(t.grad_fn)
+        if not meets:
+            continue
+        shared = {fn for fn in graph.under(meets) if not is_leaf_node(fn)}
+        if not any(graph.freed(fn) for fn in shared):
+            continue
+        if _any_freed(own) or (t.numel() == 1 and not _holds_tensor(own)):   # a loss that saved no tensor
+            out.append((n, t, own, shared))
+            if len(out) >= 3:
+                break
+    return out
+
+
+def _same_computation(own, mine) -> bool:
+    """Whether two parts of graphs are the same computation on the same parameters (the same kinds
+    of node, the same leaves): an earlier step's loss, not a sibling loss of this step."""
+    kinds = sorted(fn.name() for fn in own)
+    return bool(own) and kinds == sorted(fn.name() for fn in mine) and _direct_leaves(own) == _direct_leaves(mine)
+
+
+def _direct_leaves(nodes) -> set:
+    """ids of the leaf tensors (parameters) the nodes use directly."""
+    return {id(n.variable) for fn in nodes for n, _ in fn.next_functions
+            if n is not None and is_leaf_node(n)}
+
+
+def _any_freed(nodes) -> bool:
+    """Whether one of these live nodes holds a saved tensor an earlier backward freed."""
+    for fn in nodes:
+        for attr in (a for a in dir(fn) if a.startswith("_saved_")):
+            try:
+                getattr(fn, attr)
+            except RuntimeError as err:
+                if FREED_TEXT in str(err) or "freed" in str(err):
+                    return True
+            except Exception:
+                continue
+    return False
+
+
+def _out_shape(fn):
+    """The shape of node `fn`'s first output (what its gradient will be), or None."""
+    try:
+        return tuple(fn._input_metadata[0].shape)
+    except Exception:
+        return None
+
+
+def _holds_tensor(nodes) -> bool:
+    """Whether one of these live nodes still holds a saved tensor (not backwarded yet)."""
+    for fn in nodes:
+        for attr in (a for a in dir(fn) if a.startswith("_saved_")):
+            try:
+                value = getattr(fn, attr)
+            except Exception:
+                continue
+            if isinstance(value, torch.Tensor) or (isinstance(value, (tuple, list))
+                                                   and any(isinstance(v, torch.Tensor) for v in value)):
+                return True
+    return False
+
+
+def _made_where(fn) -> str | None:
+    """The forward line that made node `fn`, when the user's anomaly mode recorded it."""
+    try:
+        stack = fn.metadata.get("traceback_")
+    except Exception:
+        return None
+    if not stack:
+        return None
+    user = [f for f in stack if "/torch/" not in f.replace("\\", "/") and "/helpers/" not in f.replace("\\", "/")]
+    last = (user or stack)[-1].strip().splitlines()
+    return " ".join(part.strip() for part in last)
 
 
 # --------------------------------------------------------------------------------
 # Names: tensors in the user's namespace (helpers.names), and modules owning leaves
 def _parameter_names(named, graph: _Graph, root) -> dict:
-    """{name: leaf} for the named leaves behind `root` (parameters of modules in the namespace
-    are named by `_named_tensors` only when they are attributes; add the module parameters)."""
+    """{name: leaf} for the named leaves behind `root`."""
     leaves = {id(t) for t in graph.leaves_under(root.grad_fn)}
     return {n: t for n, t in named if t.grad_fn is None and id(t) in leaves}
 
 
 def _module_named(ns, dotted: str):
-    """The module object behind 'model.rnn' in `ns`, or None."""
-    obj = ns.get(dotted.split(".")[0]) if ns is not None else None
-    for part in dotted.split(".")[1:]:
+    """The module object behind 'model.rnn' (or 'encoder[2]') in `ns`, or None."""
+    parts = re.findall(r"[^.\[\]]+", dotted)
+    obj = ns.get(parts[0]) if ns is not None and parts else None
+    for part in parts[1:]:
         obj = vars(obj).get("_modules", {}).get(part) if obj is not None else None
     return obj if isinstance(obj, torch.nn.Module) else None
 
@@ -135,7 +367,7 @@ def _module_named(ns, dotted: str):
 def _owner(ns, leaves) -> str | None:
     """Name of a module in `ns` whose parameters include one of `leaves`."""
     ids = {id(t) for t in leaves}
-    for name, value in list((ns or {}).items())[:MAX_NAMES]:
+    for name, value in list((ns or {}).items())[:20_000]:
         if isinstance(name, str) and not name.startswith("_") and isinstance(value, torch.nn.Module):
             try:
                 if any(id(p) in ids for p in value.parameters()):
@@ -145,9 +377,40 @@ def _owner(ns, leaves) -> str | None:
     return None
 
 
+def _optimizers_holding(ns, tensor) -> list:
+    """Names of the optimizers in `ns` whose parameters include `tensor` (or share its memory)."""
+    key = _storage(tensor)
+    out = []
+    for name, value in list((ns or {}).items())[:20_000]:
+        if isinstance(name, str) and isinstance(value, torch.optim.Optimizer):
+            for group in value.param_groups:
+                if any(p is tensor or (key is not None and _storage(p) == key) for p in group["params"]):
+                    out.append(name)
+                    break
+    return out
+
+
+def _storage(t):
+    try:
+        return t.untyped_storage().data_ptr()
+    except Exception:
+        return None
+
+
 def _ipython_namespace():
     ip = shell()
     return None if ip is None else ip.user_ns
+
+
+def _outermost(path):
+    """'memory' for 'memory[7]' (a transition of a replay buffer), 'policy.saved_log_probs' as is."""
+    return None if path is None else re.sub(r"(\[[^\[\]]+\])+$", "", path)
+
+
+def _container(path: str) -> str | None:
+    """'policy.saved_log_probs' for 'policy.saved_log_probs[3]'; None for a path without items."""
+    m = re.fullmatch(r"(.+?)\[[^\[\]]+\]", path)
+    return m.group(1) if m else None
 
 
 # --------------------------------------------------------------------------------
@@ -166,20 +429,49 @@ def _tensors_from_traceback(tb) -> list:
     return found
 
 
+def _user_frame(tb, root):
+    """The innermost frame of the traceback, outside torch, whose variables hold `root` and
+    something else (not a one-line wrapper around backward()): the user's loop."""
+    best = None
+    while tb is not None:
+        frame = tb.tb_frame
+        path = frame.f_code.co_filename.replace("\\", "/")
+        if "/torch/" not in path:
+            values = list(frame.f_locals.values())
+            if any(v is root for v in values) and sum(isinstance(v, (torch.Tensor, torch.nn.Module)) for v in values) > 1:
+                best = frame
+        tb = tb.tb_next
+    return best
+
+
 class Diagnosis:
-    """What `why_backward_failed` found. `.verdict` is one of: 'stopped' (the error explained),
-    'would succeed', 'no graph', 'unrelated', 'no error', 'bad input', 'too large'."""
+    """What `why_backward_failed` found. `.verdict` is one of: 'stopped' (the freed-graph error
+    explained), 'modified' (the in-place error explained), 'would succeed', 'no graph',
+    'unrelated', 'no error', 'bad input', 'too large'.
+
+    For the corpus and for code: `culprit` (the path of your variable, or None), `fix_kind` (a
+    FIX_KINDS key, or None), `confident` (True only when the evidence singles out one cause and
+    one fix), `candidates` ([(fix_kind, culprit or None, evidence sentence)], the likeliest
+    first), `evidence` (sentences: what the graph shows)."""
 
     def __init__(self, verdict: str, message: str):
         self.verdict = verdict
         self.message = message
+        self.culprit = None
+        self.fix_kind = None
+        self.confident = False
+        self.candidates = []
+        self.evidence = []
+        self.check = None             # what to check when not confident
         self.stopped_at = None        # name of the node the engine stopped in
         self.freed = []               # its freed saved tensors: ['result: (1, 3) float32 12 B']
         self.path = []                # node names from the loss's node to the stop
         self.culprits = []            # names in the namespace that carry the old graph
-        self.pattern = None           # 'running total', 'state carried', ...
+        self.pattern = None           # 'running total', 'state carried across steps', ...
         self.fix = None               # one or two sentences
+        self.when = None              # 'this step', 'an earlier step', 'before the first step', ...
         self.names_available = True
+        self.names_hint = None        # 'pass names=locals()' and why
         self.not_yet_run = False      # True: diagnosed before backward() was called
         self.picture = None
 
@@ -195,30 +487,50 @@ class Diagnosis:
         out["text/html"] = body
         return out
 
+    def _decide(self, kind, culprit, fix, pattern, confident, candidates=()):
+        """Set the answer: the likeliest fix kind, its culprit, the fix text; candidates after it."""
+        self.fix_kind, self.culprit, self.fix, self.pattern = kind, culprit, fix, pattern
+        self.confident = confident
+        self.candidates = [(kind, culprit, pattern)] + [c for c in candidates if c[0] != kind]
 
-def why_backward_failed(what=None, *, names=None, max_nodes: int = 30) -> Diagnosis:
-    """Explain "Trying to backward through the graph a second time" for your own code.
+
+def _first_sentence(text: str, limit: int = 400) -> str:
+    """The error's first sentence, whole (up to `limit` characters, then cut at a word)."""
+    first = text.strip().split("\n")[0]
+    m = re.match(r"(.+?[.!?])(\s|$)", first)
+    sentence = m.group(1) if m else first
+    if len(sentence) > limit:
+        sentence = sentence[:limit].rsplit(" ", 1)[0] + " ..."
+    return sentence
+
+
+def why_backward_failed(what=None, *, names=None, max_nodes: int = 30, clock: StepClock | None = None) -> Diagnosis:
+    """Explain "Trying to backward through the graph a second time" (and "modified by an inplace
+    operation") for your own code.
 
     what: nothing (the last error of this session, `sys.last_value`), the exception, or the
     tensor whose backward() failed. names: {name: object} to look through for the tensor that
-    carries the old graph; in IPython the user namespace is used by default.
+    carries the old graph; in IPython the user namespace is used by default; inside a function
+    pass names=locals() (without names, the locals of the traceback's frame are read).
+    clock: a StepClock ticked at the top of each step (opt-in): when each part was made, exactly.
     max_nodes: a graph of at most this many nodes that fits the notebook's width is drawn whole;
-    otherwise the picture is drawn around the stop (the last nodes of the path from the loss, the
-    stop, what feeds it: at most AROUND_NODES, or max_nodes if fewer), the rest counted in one
-    box. The analysis always sees the whole graph.
+    otherwise the picture is drawn around the stop, the rest counted in one box. The analysis
+    always sees the whole graph.
     Returns a `Diagnosis` that shows as text and a picture. Never raises for bad input.
     """
     try:
-        return _diagnose(what, names, max_nodes)
+        return _diagnose(what, names, max_nodes, clock)
     except GraphInputError as err:    # e.g. torch refuses to give the root's grad_fn
         return Diagnosis("bad input", f"why_backward: {err}")
 
 
-def _diagnose(what, names, max_nodes) -> Diagnosis:
+def _diagnose(what, names, max_nodes, clock) -> Diagnosis:
     try:
         check_max_nodes(max_nodes)
     except GraphInputError as err:
         return Diagnosis("bad input", f"why_backward: {err}")
+    if clock is not None and not isinstance(clock, StepClock):
+        return Diagnosis("bad input", f"why_backward: clock= takes a StepClock; got a {type(clock).__name__}.")
     err, roots = None, None
     if what is None:
         err = getattr(sys, "last_value", None)
@@ -237,18 +549,20 @@ def _diagnose(what, names, max_nodes) -> Diagnosis:
         hint = " (a Python number has no graph: did you call .item()?)" if isinstance(what, (int, float)) else hint
         return Diagnosis("bad input", f"why_backward: expected the tensor whose backward() failed, or "
                                      f"the exception; got {kind}{hint}.")
+    inplace = False
     if err is not None:
-        first = (str(err).strip().splitlines() or [""])[0]
-        if not (isinstance(err, RuntimeError) and FREED_TEXT in str(err)):
+        text = str(err)
+        inplace = isinstance(err, RuntimeError) and INPLACE_TEXT in text
+        if not (isinstance(err, RuntimeError) and (FREED_TEXT in text or inplace)):
             return Diagnosis("unrelated", (
-                f"why_backward: the last error was {type(err).__name__}: {first[:160]}\n"
-                f"That is not \"{FREED_TEXT}\", the error this helper explains; "
-                "nothing to diagnose here."))
+                f"why_backward: the last error was {type(err).__name__}: {_first_sentence(text)}\n"
+                f"This helper explains \"{FREED_TEXT}\" and \"... {INPLACE_TEXT}\"; this is "
+                "another error, so there is nothing for it to diagnose."))
         roots = _tensors_from_traceback(err.__traceback__)
         if not roots:
             return Diagnosis("bad input", (
-                "why_backward: the last error is the freed-graph error, but its traceback no longer "
-                "shows which tensor backward() was called on. Pass it: why_backward_failed(loss)."))
+                "why_backward: the last error is the one this helper explains, but its traceback no "
+                "longer shows which tensor backward() was called on. Pass it: why_backward_failed(loss)."))
     root = roots[0]
     if root.grad_fn is None:
         if not root.requires_grad:
@@ -258,140 +572,458 @@ def _diagnose(what, names, max_nodes) -> Diagnosis:
                 "from tensors that require grad, outside torch.no_grad() and without .detach()."))
         return Diagnosis("would succeed", "why_backward: this is a leaf tensor: backward() on it "
                                          "would succeed (there is nothing saved to free).")
-    ns = names if names is not None else _ipython_namespace()
-    return _explain(root, ns, names_available=ns is not None, max_nodes=max_nodes)
+    ns, hint = _namespace(names, err, root)
+    if inplace:
+        return _explain_inplace(err, root, ns, hint)
+    return _explain(root, ns, names_available=ns is not None, max_nodes=max_nodes, clock=clock, hint=hint,
+                    failed=err is not None)
 
 
-def _explain(root, ns, names_available, max_nodes) -> Diagnosis:
-    named = named_tensors(ns) if ns is not None else []
-    snap, ids = snapshot_with_ids(root, max_nodes=COUNT_LIMIT)
-    if snap.truncated:
+def _namespace(names, err, root):
+    """(the namespace to look in, a hint about names= or None). In order: names=, IPython's user
+    namespace, the locals and globals of the traceback's frame that holds the failed tensor.
+    When names= is a module's globals() but backward() ran inside a function, that function's
+    locals are looked in too, and the hint says to pass names=locals()."""
+    frame = _user_frame(err.__traceback__, root) if err is not None else None
+    inside = frame is not None and frame.f_code.co_name != "<module>"
+    if names is not None:
+        if inside and names is frame.f_globals:
+            return ({**names, **frame.f_locals},
+                    f"names= was the module's globals(), but backward() ran inside `{frame.f_code.co_name}()`, "
+                    "whose tensors are its locals: pass names=locals() there (read from the traceback this time)")
+        return names, None
+    ns = _ipython_namespace()
+    if ns is not None:
+        return ns, None
+    if frame is not None:
+        where = f"`{frame.f_code.co_name}()`" if inside else "the module"
+        return ({**frame.f_globals, **frame.f_locals},
+                f"names were read from the variables of {where} in the traceback; "
+                f"pass names={'locals()' if inside else 'globals()'} to choose them")
+    return None, None
+
+
+# --------------------------------------------------------------------------------
+# The freed-graph error
+def _dedupe(every) -> list:
+    """[(path, tensor)] with each tensor once, under its first (shortest) path."""
+    named, seen = [], set()
+    for n, t in every:
+        if id(t) not in seen:
+            seen.add(id(t))
+            named.append((n, t))
+    return named
+
+
+def _explain(root, ns, names_available, max_nodes, clock=None, hint=None, failed=False) -> Diagnosis:
+    every = named_tensors(ns, every_path=True) if ns is not None else []
+    named = _dedupe(every)
+    graph = _Graph(root.grad_fn)
+    if graph.truncated:
         return Diagnosis("too large", f"why_backward: the graph has more than {COUNT_LIMIT:,} nodes: "
                                      "too large to diagnose node by node.")
-    saved = {fn: [s for s in snap.ops[i].saved if s.is_tensor] for fn, i in ids.items() if i in snap.ops}
-    freed_total = sum(1 for ss in saved.values() for s in ss if s.state is SavedState.FREED)
-    if freed_total == 0:
-        n = sum(len(ss) for ss in saved.values())
-        return Diagnosis("would succeed", (
-            f"why_backward: backward() on this tensor would succeed now: none of the {n} tensors "
-            f"saved in its graph ({len(saved)} nodes) is freed. If it failed before, the graph was "
-            "rebuilt since."))
-    ops = list(saved)                                       # non-leaf nodes
-    start = _step_start(root.grad_fn, ops)
+    ops = [fn for fn in graph.nodes if not is_leaf_node(fn)]
+    start, running = _step_start(root.grad_fn, ops, graph)
     order = sorted(ops, key=seq, reverse=True)             # the CPU engine's order
-    old = [fn for fn in order if start is None or seq(fn) < start]
-    stop = next((fn for fn in old if any(s.state is SavedState.FREED for s in saved[fn])), None)
-    if stop is None:   # cannot happen for a graph built by a loop; say so rather than guess
+    earlier = [] if running else _earlier_losses(graph, every, root)
+    if earlier:        # an earlier backward of this step freed exactly the part both graphs share
+        old = [fn for fn in order if fn in earlier[0][3]]
+        start = min((seq(fn) for fn in ops if fn not in earlier[0][3]), default=None)
+    else:
+        old = [fn for fn in order if start is None or seq(fn) < start]
+    stop = next((fn for fn in old if graph.freed(fn)), None)
+    if stop is None:
+        if not any(graph.freed(fn) for fn in order):
+            n = sum(1 for fn in ops for _ in graph.saved(fn))
+            return Diagnosis("would succeed", (
+                f"why_backward: backward() on this tensor would succeed now: none of the {n} tensors "
+                f"saved in its graph ({len(ops)} nodes) is freed. If it failed before, the graph was "
+                "rebuilt since."))
         return Diagnosis("would succeed", "why_backward: no node older than this step holds a freed "
                                          "tensor: backward() on it should not fail this way.")
     d = Diagnosis("stopped", "")
-    d.names_available = names_available
+    d.names_available, d.names_hint = names_available, hint
     d.stopped_at = stop.name()
-    d.freed = [s.describe() for s in saved[stop] if s.state is SavedState.FREED]
-    graph = _Graph(snap, ids)
+    d.freed = graph.freed(stop)
     path = graph.path(root.grad_fn, stop)
     d.path = [fn.name() for fn in path]
     old_set = set(old)
+    new = [fn for fn in ops if fn not in old_set]
     entries = []                                            # older nodes this step's part uses
-    if start is not None:
-        for fn in ops:
-            if fn not in old_set:
-                entries += [n for n in map(graph.node_of.get, snap.ops[ids[fn]].inputs)
-                            if n in old_set and n not in entries]
-    _name_culprits(d, root, named, ns, stop, old_set, entries, start, path, graph)
+    for fn in new:
+        entries += [n for n in graph.inputs(fn) if n in old_set and n not in entries]
     # called before backward (not after the error): this step's part is still held
-    d.not_yet_run = start is not None and not any(
-        s.state is SavedState.FREED for fn in ops if fn not in old_set for s in saved[fn])
+    d.not_yet_run = not failed and start is not None and not any(graph.freed(fn) for fn in new)
+    ev = _Evidence(d, root, ns, named, every, graph, stop, old_set, new, entries, start, running, path, clock, earlier)
+    ev.decide()
+    d.culprits = d.culprits or ([d.culprit] if d.culprit else [])
     d.picture = stop_picture(root, stop=stop, path=path, old=old_set, names=_picture_names(d, root, named, graph),
                              max_nodes=max_nodes, will_stop=d.not_yet_run)
-    d.message = _report(d, snap, start)
+    d.message = _report(d)
     return d
 
 
-def _name_culprits(d, root, named, ns, stop, old_set, entries, start, path, graph: _Graph) -> None:
-    """Fill d.culprits, d.pattern, d.fix."""
-    on_graph = [(n, t) for n, t in named if t.grad_fn is not None]
-    running = start is not None and root.grad_fn.name().startswith("AddBackward") and any(
-        e.name() == root.grad_fn.name() for e in entries)
-    root_names = [n for n, t in on_graph if t is root]
-    if running:
-        d.pattern = "running total"
-        d.culprits = root_names
-        who = f"`{root_names[0]}`" if root_names else "the tensor you called backward() on"
-        d.fix = (f"{who} is a running total: it adds this step's loss to the graphs of all earlier "
-                 f"steps. Keep the total as a number, `total += loss.item()`, and call backward() on "
-                 f"this step's loss only.")
-        return
-    if start is None:   # no part of the graph is newer than the rest: one graph, backwarded again
-        d.pattern = "same graph backwarded twice"
-        d.culprits = root_names
-        d.fix = ("Every part of this graph was freed by an earlier backward(): backward was called "
-                 "twice on the same graph. Build the graph again (run the forward again), or pass "
-                 "retain_graph=True to the first call if you really need both.")
-        return
-    # a tensor made before this step (before the loop), still used: its graph was freed by step 1
-    reach_stop = graph.reaching(stop)                       # the nodes the stop feeds, and itself
-    old_named = [(n, t) for n, t in on_graph if t.grad_fn in old_set and t is not root
-                 and graph.feeds(t.grad_fn, reach_stop)]
-    entry_names = {e.name() for e in entries}
-    carried = [(n, t) for n, t in on_graph if t.grad_fn not in old_set and t is not root
-               and t.grad_fn.name() in entry_names and graph.feeds(t.grad_fn, reach_stop)]
-    if carried:   # on the path first, then the deepest (closest to the older part)
-        on_path = set(path)
-        carried.sort(key=lambda nt: (nt[1].grad_fn not in on_path, seq(nt[1].grad_fn)))
+class _Evidence:
+    """What the graph and the namespace show about one failed backward, and the decision."""
+
+    def __init__(self, d, root, ns, named, every, graph, stop, old_set, new, entries, start, running, path, clock, earlier):
+        self.d, self.root, self.ns, self.named, self.every = d, root, ns, named, every
+        self.graph, self.stop, self.old_set, self.new, self.entries = graph, stop, old_set, new, entries
+        self.start, self.running, self.path, self.clock, self.earlier = start, running, path, clock, earlier
+        self.on_graph = [(n, t) for n, t in named if t.grad_fn is not None]
+        self.root_names = [n for n, t in self.on_graph if t is root]
+        self.paths_of, self.container_size = {}, {}        # id(tensor) -> its paths; container -> items
+        for n, t in every:
+            self.paths_of.setdefault(id(t), []).append(n)
+            c = _outermost(_container(n))
+            if c is not None:                                # per outermost container: memory, not memory[3]
+                self.container_size[c] = self.container_size.get(c, 0) + 1
+
+    # -- evidence ---------------------------------------------------------------------
+    def when_made(self) -> str | None:
+        """From the StepClock (opt-in): 'this step', 'step k', 'before the first step'."""
+        if self.clock is None or not self.clock.starts:
+            return None
+        made, now = self.clock.step_of(self.stop), self.clock.step_of(self.root.grad_fn)
+        return "before the first step" if made == 0 else "this step" if made == now else f"step {made} (this is step {now})"
+
+    def carried(self) -> list:
+        """[(name, tensor)] made in this step by the same kind of node, with the same shape, as an
+        older node this step uses: a state rebound each step (h = cell(x, h)), on the path first."""
+        reach = self.graph.reaching(self.stop)
+        entry_kinds = {(e.name(), _out_shape(e)) for e in self.entries}
+        start = self.start if self.start is not None else 0
+        out = [(self.kept_path(n, t), t) for n, t in self.on_graph if t.grad_fn not in self.old_set
+               and t is not self.root and seq(t.grad_fn) >= start
+               and (t.grad_fn.name(), tuple(t.shape)) in entry_kinds and self.graph.feeds(t.grad_fn, reach)]
+        on_path = set(self.path)
+        out.sort(key=lambda nt: (nt[1].grad_fn not in on_path, seq(nt[1].grad_fn)))
+        if out and _container(out[0][0]) and not re.search(r"\[\d+\]$", out[0][0]):   # a dict of states: the first made
+            box, have = _container(out[0][0]), {id(t) for _, t in out}
+            out += [(n, t) for n, t in self.every if _container(n) == box and id(t) not in have
+                    and t.grad_fn is not None and seq(t.grad_fn) >= start
+                    and (t.grad_fn.name(), tuple(t.shape)) in entry_kinds]
+            out.sort(key=lambda nt: (_container(nt[0]) != box, seq(nt[1].grad_fn)))
+        return out
+
+    def old_named(self) -> list:
+        """[(name, tensor)] made before this step's part and feeding the stop, newest first."""
+        reach = self.graph.reaching(self.stop)
+        out = [(n, t) for n, t in self.on_graph if t.grad_fn in self.old_set and t is not self.root
+               and self.graph.feeds(t.grad_fn, reach)]
+        out.sort(key=lambda nt: seq(nt[1].grad_fn), reverse=True)
+        return out
+
+    def kept_path(self, name, tensor) -> str:
+        """Of the paths of a tensor kept in two places (`inp` and `states[1][0]`, `mem` and
+        `lif1.mem`), the one in a container or on an object, which outlives the step; else `name`."""
+        if "." in name or "[" in name:
+            return name
+        kept = [n for n in self.paths_of.get(id(tensor), []) if "." in n or "[" in n]
+        return kept[0] if kept else name
+
+    def kept_in(self, tensor) -> str | None:
+        """The container where `tensor` is kept longest: of its paths' outermost containers, the one
+        holding the most tensors (a replay buffer `memory`, not the `batch` sampled from it)."""
+        kept = [_outermost(_container(n)) for n in self.paths_of.get(id(tensor), []) if _container(n) is not None]
+        return max(kept, key=lambda c: self.container_size[c], default=None)
+
+    # -- the decision -------------------------------------------------------------------
+    def decide(self) -> None:
+        d, stop = self.d, self.stop
+        made = _made_where(stop)
+        d.evidence.append(f"backward stopped in {stop.name()} (creation number {seq(stop)}): its saved "
+                          f"{_freed_words(d.freed)} had been freed by an earlier backward.")
+        if made:
+            d.evidence.append(f"anomaly mode recorded where {stop.name()} was made: {made}")
+        clock_when = self.when_made()
+        if self.running:
+            return self._running_total()
+        if self.start is None:
+            return self._one_graph(clock_when)
+        d.evidence.append(f"this backward's own part of the graph was made from creation number {self.start} on; "
+                          f"{stop.name()} is older: made {clock_when or 'before that part'}.")
+        earlier = self.earlier
+        carried = self.carried()
+        if clock_when is not None:
+            d.when = clock_when
+            if clock_when == "this step" and earlier:
+                return self._same_step(earlier)
+            if clock_when == "this step":
+                return self._same_step_unnamed()
+            if carried:
+                return self._carried(carried)
+            return self._before(self.old_named(), certain=True)
+        if earlier and not carried:
+            return self._same_step(earlier)
+        if carried and not earlier:
+            return self._carried(carried)
+        if carried and earlier:
+            self._carried(carried)
+            n = earlier[0][0]
+            d.confident = False
+            d.candidates.append(("retain-or-sum", n, f"`{n}` was backwarded already and its graph reaches "
+                                 f"{stop.name()}: two backwards through one graph in this step?"))
+            d.check = (f"whether `{d.culprit}` is meant to carry the previous step into this one, or `{n}` "
+                       "is an earlier loss of this same step.")
+            return None
+        return self._before(self.old_named(), certain=False)
+
+    def _running_total(self) -> None:
+        d = self.d
+        total = _total_node(self.root.grad_fn)
+        names = [n for n, t in self.on_graph if t.grad_fn is total] or self.root_names
+        who = f"`{names[0]}`" if names else "the tensor you called backward() on"
+        d.evidence.append(f"{who} is an {total.name()} whose input is the same add made a step "
+                          "earlier, and the two steps share no node: a running total across steps.")
+        d.when = "an earlier step"
+        d._decide("accumulate-number", names[0] if names else None,
+                  f"{who} is a running total: it adds this step's loss to the graphs of all earlier steps. "
+                  "Keep the total as a number, `total += loss.item()`, and call backward() on this step's "
+                  "loss only.", "running total", True)
+
+    def _one_graph(self, clock_when) -> None:
+        d = self.d
+        name = self.root_names[0] if self.root_names else None
+        who = f"`{name}`" if name else "this tensor"
+        d.evidence.append("every node of this graph was made before the earlier backward that freed it: "
+                          "nothing of it is newer (no gap in the creation numbers).")
+        d.when = clock_when
+        fix_twice = (f"backward() ran twice through the same graph of {who}. If you need both, pass "
+                     "retain_graph=True to the first call (or call backward() once, on the sum of the losses).")
+        fix_loop = (f"{who} was computed once and is backwarded again: compute it again (run the forward) "
+                    "inside each step.")
+        if clock_when is not None and clock_when != "this step":
+            return d._decide("recompute-in-step", name, fix_loop, "computed once, backwarded each step", True)
+        d._decide("retain-or-sum", name, fix_twice, "same graph backwarded twice", clock_when == "this step",
+                  [("recompute-in-step", name, "or, in a loop: the graph was built once, before the loop, "
+                    "and each step backwards it again")])
+        if not d.confident:
+            d.check = f"whether {who} was computed in this step (then retain_graph) or before the loop (then recompute it)."
+
+    def _same_step(self, earlier) -> None:
+        d, stop = self.d, self.stop
+        n, first, own, shared_ops = earlier[0]
+        d.when = "this step"
+        tops = [(m, t) for m, t in self.on_graph if t.grad_fn in shared_ops and t is not self.root]
+        tops.sort(key=lambda mt: seq(mt[1].grad_fn), reverse=True)
+        shared = [(self.kept_path(m, t), t) for m, t in tops]
+        top = shared[0][0] if shared else None
+        d.evidence.append(f"`{n}` is not part of this graph, its own nodes are freed, and its graph reaches "
+                          f"{stop.name()}: the earlier backward, on `{n}`, freed the part both share"
+                          + (f" (`{top}`)." if top else "."))
+        gan = _direct_leaves(own) & _direct_leaves(self.new) and not (
+            _direct_leaves(self.old_set) & _direct_leaves(self.new))
+        if gan and top:
+            owner = _owner(self.ns, self.graph.leaves_under(shared[0][1].grad_fn))
+            net = f" made by `{owner}`" if owner else ""
+            d.evidence.append(f"`{n}` and this loss go through the same parameters, and `{top}`{net} is "
+                              "made by others: the first loss trains a network it should not.")
+            d._decide("detach-input", top,
+                      f"`{top}`{net} feeds both `{n}` and this loss. Where `{n}` uses it, pass `{top}.detach()` "
+                      f"(a GAN's D step: `netD({top}.detach())`): `{n}`'s backward then stops there and "
+                      f"leaves `{top}`'s graph for this loss.", "one output fed to two losses (GAN)", True,
+                      [("retain-or-sum", top, "or keep the graph with retain_graph=True on the first backward")])
+            return
+        where = f"`{top}`" if top else f"the part from {stop.name()} down"
+        if _same_computation(own, self.new):      # as well the previous step's loss, kept under a name
+            d.evidence.append(f"`{n}` is the same computation on the same parameters as this loss: a loss of this "
+                              "step, or the previous step's loss kept under another name.")
+            d._decide("retain-or-sum", top,
+                      f"`{n}` and this loss share {where}. If both are losses of this step, pass retain_graph=True "
+                      f"to `{n}.backward()` or call backward() once on their sum.", "two losses share a graph", False,
+                      [("recompute-in-step", top, f"or `{n}` is the previous step's loss and {where} was made once, "
+                        "before the loop: compute it inside the loop")])
+            d.check = f"whether `{n}` was computed in this step or kept from the previous one (e.g. `last = loss`)."
+            return None
+        d._decide("retain-or-sum", top,
+                  f"`{n}` and this loss share {where}, made in this step. This is right, not a bug of the "
+                  f"loop: pass retain_graph=True to `{n}.backward()`, or call backward() once on the sum "
+                  f"(`({n} + loss).backward()`).", "two losses of one step share a graph", True)
+
+    def _same_step_unnamed(self) -> None:
+        d = self.d
+        shared = self.old_named()
+        top = shared[0][0] if shared else None
+        d.evidence.append("the StepClock says the older part was made in this step: an earlier backward of "
+                          "this step freed it.")
+        d._decide("retain-or-sum", top,
+                  "two backwards of this step go through one graph: pass retain_graph=True to the first "
+                  "(or call backward() once on the sum). If the first loss should not train the shared "
+                  "part (a GAN's D step), pass it the shared tensor .detach()ed instead.",
+                  "two losses of one step share a graph", False,
+                  [("detach-input", top, "if the first loss should not train the network that made it")])
+        d.check = "whether the first backward should train the shared part (retain_graph / sum) or not (detach)."
+
+    def _carried(self, carried) -> None:
+        d = self.d
+        first, tensor = carried[0]
         d.culprits = [n for n, _ in carried]
-        first = d.culprits[0]
-        if "[" in first:   # an item of a tuple: LSTM (h, c); or of a list of them
-            base = first.split("[")[0]
-            d.pattern = "state tuple carried across steps"
-            how = (f"`{base} = [tuple(s.detach() for s in st) for st in {base}]`" if first.count("[") > 1
-                   else f"`{base} = tuple(s.detach() for s in {base})`")
-            d.fix = (f"`{base}` carries the previous step's graph into this one. Detach every state at "
-                     f"the start of each step: {how} (the `repackage_hidden` helper of many RNN codebases).")
-        elif "." in first:
-            owner_name, attr = first.rsplit(".", 1)
-            module = _module_named(ns, owner_name)
-            reset = next((m for m in RESET_METHODS if module is not None and callable(getattr(type(module), m, None))), None)
+        d.when = d.when or "an earlier step"
+        d.evidence.append(f"`{first}` ({tensor.grad_fn.name()}, made in this step) is the same kind of node as "
+                          f"the older node this step's part uses: a state rebound every step, which still "
+                          f"holds the previous step's graph.")
+        container = _container(first)
+        if tensor.grad_fn.name().endswith("CopySlices"):
+            d.evidence.append(f"`{first}` is a CopySlices node: an indexed write (`{first}[i] = ...`) into a tensor "
+                              "made before the loop, so every step's graph hangs off it.")
+            return d._decide("recompute-in-step", first,
+                             f"each step writes into `{first}` (`{first}[i] = ...`), a tensor made once, and its graph "
+                             f"keeps every earlier step's. Use a new tensor each step (`pred = net(x)`, then the loss "
+                             f"on `pred`), and if you need them all, store `pred.detach()` into `{first}`.",
+                             "a preallocated tensor written into every step", True)
+        old = [(n, t) for n, t in self.old_named() if _container(n) is not None]
+        episode = [c for c in {_container(n) for n, _ in old} if any(_container(m) == c for m, _ in carried)]
+        if episode:
+            c = episode[0]
+            d.evidence.append(f"`{c}` holds both this step's entries and older ones this loss still uses.")
+            return d._decide("reset-per-episode", c,
+                             f"`{c}` keeps the entries of earlier episodes, and this loss uses them. Clear it when "
+                             f"an episode ends, after its backward: `del {c}[:]` (or `{c}.clear()`).",
+                             "a list not cleared between episodes", True)
+        if _fast_weight(tensor):
+            name = container or first
+            restart = ("dict(model.named_parameters())" if "['" in first[len(name):] else "list(model.parameters())"
+                       if container else "the meta-parameter itself")
+            d.evidence.append(f"`{first}` is a parameter plus updates (a chain of subtractions down to a leaf "
+                              "of its shape): fast weights of an inner loop, not reset for this task.")
+            return d._decide("reset-per-episode", name,
+                             f"`{name}` still holds the last task's fast weights. Restart every task from the "
+                             f"meta-parameters (`{name} = {restart}` at the start of the task). Do "
+                             "not detach them: that cuts the meta-gradient (and backward then fails anew).",
+                             "fast weights not reset per task", True)
+        m = re.fullmatch(r"(.+?)((?:\[\d+\])*)", first)     # hidden[0], states[1][0], model.hidden[0]
+        base, index = m.group(1), m.group(2)
+        how = (f"`{base} = [tuple(s.detach() for s in st) for st in {base}]`" if index.count("[") > 1
+               else f"`{base} = tuple(s.detach() for s in {base})`" if index else f"`{base} = {base}.detach()`")
+        module = _module_named(self.ns, base.rsplit(".", 1)[0]) if "." in base and "[" not in base else None
+        if module is not None:
+            owner_name = base.rsplit(".", 1)[0]
+            reset = _resetter(module, base.rsplit(".", 1)[1])
             if reset:
-                d.pattern = "module state, reset not called"
-                d.fix = (f"`{first}` is state that `{owner_name}` keeps between calls, and it still holds "
-                         f"the previous step's graph. Call `{owner_name}.{reset}()` at the start of each "
-                         f"step (or detach it: `{first} = {first}.detach()`).")
-            else:
-                d.pattern = "state stored on a module"
-                d.fix = (f"`{first}` is state that `{owner_name}` keeps between calls, and it still holds "
-                         f"the previous step's graph. Detach it at the start of each step: "
-                         f"`{first} = {first}.detach()`.")
+                return d._decide("reset-per-episode", base,
+                                 f"`{base}` is state that `{owner_name}` keeps between calls, and it still holds "
+                                 f"the previous step's graph. Call `{owner_name}.{reset}()` at the start of each "
+                                 f"step (or detach it: {how}).", "module state, reset not called", True)
+            d._decide("detach-carried", base,
+                      f"`{base}` is state that `{owner_name}` keeps between calls, and it still holds the "
+                      f"previous step's graph. Detach it at the start of each step: {how}.",
+                      "state stored on a module", False,
+                      [("reset-per-episode", base, f"or each batch should start from a fresh state: set "
+                        f"`{base}` to its initial value (or do not pass it) at the start of each batch")])
+            d.check = (f"whether a batch continues the previous one (then detach `{base}`: truncated BPTT) "
+                       "or is a sequence of its own (then start it from a fresh state).")
+            return None
+        fresh = ("reset-per-episode", first, "or each batch, sequence or window should start from a fresh "
+                 f"state: set `{base}` to its initial value at the start of each one")
+        if index and re.fullmatch(r"\w+", base):
+            d._decide("detach-carried", first,
+                      f"`{base}` carries the previous step's graph into this one. Detach every state at "
+                      f"the start of each step: {how} (the `repackage_hidden` helper of many RNN codebases).",
+                      "state tuple carried across steps", False, [fresh])
         else:
-            d.pattern = "state carried across steps"
-            d.fix = (f"`{first}` carries the previous step's graph into this one. Detach it at the start "
-                     f"of each step: `{first} = {first}.detach()` (truncated backpropagation through time).")
-        return
-    if old_named:
-        old_named.sort(key=lambda nt: seq(nt[1].grad_fn), reverse=True)
+            d._decide("detach-carried", first,
+                      f"`{first}` carries the previous step's graph into this one. Detach it where it is "
+                      f"kept: `{first} = {first}.detach()` at the start of each step (truncated "
+                      f"backpropagation through time), or compute it under torch.no_grad() if it should "
+                      "not be trained through.", "state carried across steps", False, [fresh])
+        d.check = (f"whether the next batch continues where this one ended (then detach `{base}`: truncated "
+                   "BPTT, an EMA, a memory) or starts a sequence of its own (then start it from a fresh state). "
+                   "Either way, the graph of the earlier step must not be kept.")
+        return None
+
+    def _before(self, old_named, certain: bool) -> None:
+        """A tensor made before this step's part (before the loop, or earlier in this step) feeds it."""
+        d, stop = self.d, self.stop
+        if not old_named:
+            d.check = ("which tensor made before this step you use in it: detach it where it is kept, or "
+                       "compute it inside the step. Run with a StepClock (clock=) or anomaly mode for sharper evidence.")
+            return d._decide("detach-carried", None,
+                             f"A tensor made before this step (its node {stop.name()}) feeds this step. Detach "
+                             "it where it is kept (`t = t.detach()`), or compute it inside the step.",
+                             "older graph reused", False,
+                             [("recompute-in-step", None, "or it was computed once before the loop"),
+                              ("retain-or-sum", None, "or an earlier backward of this same step freed it")])
+        first, tensor = old_named[0]
         d.culprits = [n for n, _ in old_named]
-        first = d.culprits[0]
-        tensor = old_named[0][1]
-        leaves = graph.leaves_under(tensor.grad_fn)
-        owner = _owner(ns, leaves)
+        kept = self.kept_in(tensor)
+        when = "before the first step" if certain else "before this step's part (before the loop, or earlier in this step)"
+        d.when = d.when or ("before the first step" if certain else None)
+        d.evidence.append(f"`{first}` ({tensor.grad_fn.name()}, creation number {seq(tensor.grad_fn)}) was made "
+                          f"{when} and feeds {stop.name()}.")
+        items = [t for n, t in self.every if kept is not None and _outermost(n) == kept and t.grad_fn is not None]
+        used = [t for t in items if t.grad_fn in self.graph.ids]
+        if items and len(used) == len(items) and any(t.grad_fn not in self.old_set for t in used):
+            d.evidence.append(f"this loss uses every entry of `{kept}`: {sum(t.grad_fn in self.old_set for t in used)} "
+                              f"older ones and {sum(t.grad_fn not in self.old_set for t in used)} of this step's part.")
+            return d._decide("reset-per-episode", kept,
+                             f"`{kept}` keeps the entries of earlier episodes, and this loss uses them all. Clear it "
+                             f"when an episode ends, after its backward: `del {kept}[:]` (or `{kept}.clear()`).",
+                             "a list not cleared between episodes", True)
+        if kept is not None and (len(old_named) > 1 or kept != first):
+            d.evidence.append(f"`{first}` is kept in `{kept}`, and this loss uses older entries of it.")
+            return d._decide("detach-carried", kept,
+                             f"`{kept}` keeps tensors with their graph (an older step's), and this loss uses them. "
+                             f"Store them detached: `{kept}.append(x.detach())` where you add to it.",
+                             "a buffer keeps tensors with their graph", True)
+        leaves = self.graph.leaves_under(tensor.grad_fn)
+        owner = _owner(self.ns, leaves)
         if owner:
-            d.pattern = "computed once before the loop (by a module)"
-            d.fix = (f"`{first}` was computed by `{owner}` once, before the loop, with gradients on; "
-                     f"the first step's backward freed its graph. If `{owner}` is frozen, compute it "
-                     f"under `with torch.no_grad():` (and call `{owner}.requires_grad_(False)`); if it "
-                     f"should train, run `{owner}` inside the loop.")
+            fix = (f"`{first}` was computed by `{owner}` {when}, with gradients on; an earlier backward freed "
+                   f"its graph. If `{owner}` is frozen, compute it under `with torch.no_grad():` (and call "
+                   f"`{owner}.requires_grad_(False)`); if it should train, run `{owner}` inside the loop.")
+            pattern = "computed before the loop (by a module)"
         else:
-            src = [n for n, t in (ns or {}).items() if isinstance(n, str) and not n.startswith("_")
+            src = [n for n, t in (self.ns or {}).items() if isinstance(n, str) and not n.startswith("_")
                    and isinstance(t, torch.Tensor) and any(t is leaf for leaf in leaves)]
             made = f" from `{src[0]}`" if src else ""
-            d.pattern = "derived once before the loop"
-            d.fix = (f"`{first}` was built{made} once, before the loop, with gradients on; the first "
-                     f"step's backward freed its graph. Recompute it inside the loop, every step "
-                     f"(or, if it should not train, build it under `torch.no_grad()`).")
-        return
-    d.pattern = "older graph reused"
-    d.fix = (f"A tensor made before this step (its node {stop.name()}) feeds this step. Detach it "
-             f"at the start of the step (`t = t.detach()`), or compute it inside the loop.")
+            fix = (f"`{first}` was built{made} {when}, with gradients on; an earlier backward freed its "
+                   f"graph. Recompute it inside the loop, every step (or, if it should not train, build it "
+                   f"under `torch.no_grad()`).")
+            pattern = "derived before the loop"
+        d._decide("recompute-in-step", first, fix, pattern, certain,
+                  [("retain-or-sum", first, f"or `{first}` was made earlier in this step and an earlier "
+                    "backward of this step freed it (then retain_graph=True on that one, or one backward on the sum)"),
+                   ("detach-input", first, "or a loss of this step should not train what made it (a GAN's D step)")])
+        if not certain:
+            d.check = (f"where `{first}` is computed: before the loop (then the fix above), or in this step "
+                       "before another loss's backward (then retain_graph=True on that one, or detach it "
+                       "where a loss that should not train it uses it). A StepClock (clock=) tells them apart.")
+
+
+def _resetter(module, attr: str) -> str | None:
+    """The name of a method of `module`'s class that resets `attr`: one of RESET_METHODS, or
+    another method (not __init__ nor forward) whose code assigns `self.<attr>` (KalmanNet's
+    InitSequence). Read from the bytecode: nothing runs."""
+    cls = type(module)
+    for name in RESET_METHODS:
+        if callable(getattr(cls, name, None)):
+            return name
+    for name, fn in vars(cls).items():
+        if name in ("__init__", "forward") or name.startswith("__") or not isinstance(fn, types.FunctionType):
+            continue
+        try:
+            if any(i.opname == "STORE_ATTR" and i.argval == attr for i in dis.get_instructions(fn)):
+                return name
+        except Exception:
+            continue
+    return None
+
+
+def _fast_weight(t) -> bool:
+    """Whether `t` is a leaf of its shape plus updates: w - lr * g, again and again (MAML); the
+    chain of first inputs, all subtractions or additions, ends at that leaf."""
+    fn, subs = t.grad_fn, 0
+    for _ in range(10_000):
+        if fn is None:
+            return False
+        if is_leaf_node(fn):
+            return subs > 0 and tuple(fn.variable.shape) == tuple(t.shape)
+        if not fn.name().startswith(("SubBackward", "AddBackward")):     # w - lr * g, w.add(g, alpha=-lr)
+            return False
+        subs += 1
+        fn = fn.next_functions[0][0]
+    return False
 
 
 def _picture_names(d, root, named, graph: _Graph) -> dict:
@@ -406,19 +1038,23 @@ def _picture_names(d, root, named, graph: _Graph) -> dict:
 
 
 def _freed_words(freed: list) -> str:
-    """'result (1, 4) float32 16 B' or, when sizes are unknown, the slot names; at most four."""
-    short = [f.replace(": size unknown", "") for f in freed]
+    """'result, self' (the slots), at most four."""
+    short = list(freed)
     more = f" and {len(short) - 4} more" if len(short) > 4 else ""
     return ", ".join(short[:4]) + more if short else "its saved tensors"
 
 
+MAX_BLOCK = 24    # the longest block of node names path_words looks for (a time step's nodes)
+
+
 def path_words(path: list[str]) -> str:
     """'A -> (B -> C) x29 -> D': a block of node names repeated back to back, as each time step
-    of a long loop repeats, is written once with its count (the longest saving first)."""
+    of a long loop repeats, is written once with its count (the longest saving first; blocks of
+    up to MAX_BLOCK names, so a 5,000-node path takes milliseconds)."""
     out, i = [], 0
     while i < len(path):
         best = (1, 1)                              # (block length, repeats)
-        for size in range(1, (len(path) - i) // 2 + 1):
+        for size in range(1, min(MAX_BLOCK, (len(path) - i) // 2) + 1):
             block, k = path[i:i + size], 1
             while path[i + k * size:i + (k + 1) * size] == block:
                 k += 1
@@ -434,22 +1070,234 @@ def path_words(path: list[str]) -> str:
     return " -> ".join(out)
 
 
-def _report(d, snap: Snapshot, start) -> str:
+_ACROSS_STEPS = {"detach-carried", "accumulate-number", "reset-per-episode", "recompute-in-step"}
+
+
+def _report(d) -> str:
     lines = ["why backward will fail:" if d.not_yet_run else "why backward failed:"]
+    lines.append("  what the graph shows:")
+    lines += [f"    - {e}" for e in d.evidence]
     if not d.names_available:
-        lines.append("  carried by: names unavailable (not running in IPython; pass names=globals() "
-                     "to look for them)")
+        lines.append("  carried by: names unavailable (not running in IPython; pass names=locals() inside "
+                     "a function, names=globals() at module level, to look for them)")
     elif d.culprits:
-        lines.append("  carried by: " + ", ".join(d.culprits))
+        lines.append("  carried by: " + ", ".join(d.culprits[:6]))
     else:
-        lines.append("  carried by: no name in your namespace points at the old part")
-    lines.append(f"  likely pattern: {d.pattern}")
-    lines.append(f"  fix: {d.fix}")
+        lines.append("  carried by: no name in your namespace points at the old part"
+                     + ("" if d.names_hint else " (inside a function? pass names=locals())"))
+    if d.names_hint:
+        lines.append(f"  names: {d.names_hint}")
+    if d.confident:
+        lines.append(f"  cause: {d.pattern}")
+        lines.append(f"  fix: {d.fix}")
+    else:
+        lines.append("  the evidence does not single out one cause; the candidates, likeliest first:")
+        for i, (kind, culprit, why) in enumerate(d.candidates, 1):
+            who = f" `{culprit}`" if culprit else ""
+            lines.append(f"    {i}. {kind}{who}: {why}")
+        lines.append(f"  likeliest fix: {d.fix}")
+        if d.check:
+            lines.append(f"  check: {d.check}")
     lines.append(f"  {'will stop' if d.not_yet_run else 'stopped'} in: {d.stopped_at}, whose saved "
                  f"{_freed_words(d.freed)} had been freed by an earlier backward")
     lines.append("  path from the loss: " + path_words(d.path))
-    lines.append("  (not retain_graph=True: that silences the error, and the graph, memory and "
-                 "time per step then grow with every step)")
+    if d.fix_kind == "retain-or-sum" and d.confident:
+        lines.append("  (retain_graph=True is right here: one step's graph, backwarded twice, then dropped; "
+                     "it does not grow from step to step)")
+    elif d.candidates and all(k in _ACROSS_STEPS for k, _, _ in d.candidates):
+        lines.append("  (not retain_graph=True: that silences the error, and the graph, memory and "
+                     "time per step then grow with every step)")
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------------
+# The in-place error: "one of the variables needed for gradient computation has been modified
+# by an inplace operation: [torch.FloatTensor [3]], which is output 0 of SigmoidBackward0, is at
+# version 1; expected version 0 instead."
+_INPLACE_MSG = re.compile(r"\[(?P<tensor>[^\]]*\[[^\]]*\])\](?:, which is output (?P<out>\d+) of (?P<op>\w+),)?"
+                          r" is at version (?P<now>\d+); expected version (?P<then>\d+)")
+
+
+def _explain_inplace(err, root, ns, hint) -> Diagnosis:
+    m = _INPLACE_MSG.search(str(err))
+    named = named_tensors(ns, every_path=True) if ns is not None else []   # a weight: `model.fc.weight`, not a dict's copy
+    graph = _Graph(root.grad_fn)
+    order = sorted((fn for fn in graph.nodes if not is_leaf_node(fn)), key=seq, reverse=True)
+    # the failing node: the newest one with a changed saved tensor (the engine runs newest first)
+    first = next((fn for fn in order if any(st == "modified" for _, st, _ in graph.saved(fn))), None)
+    changed = [] if first is None else [(fn, slot, v) for fn in order for slot, st, v in graph.saved(fn)
+                                        if st == "modified" and seq(fn) <= seq(first)][:20]
+    d = Diagnosis("modified", "")
+    d.names_available, d.names_hint = ns is not None, hint
+    then, now = (m.group("then"), m.group("now")) if m else (None, None)
+    if not changed:
+        d.evidence.append("no node of this graph holds a tensor changed in place now: it was rebuilt since, "
+                          "or the changed tensor is saved by a node outside this graph.")
+        d.message = _inplace_report(d, err)
+        return d
+    fn, slot, (was, now_v) = changed[0]
+    d.stopped_at = fn.name()
+    tensor = _raw_saved(fn, slot)
+    d.evidence.append(f"{fn.name()} (creation number {seq(fn)}) saved `{slot}` {_shape_words(tensor)}at version "
+                      f"{was}; it is at version {now_v} now: changed in place after the forward saved it.")
+    if len(changed) > 1:
+        d.evidence.append(f"{len(changed) - 1} more saved tensor(s) of this graph changed too: "
+                          + ", ".join(f"{f.name()}.{x}" for f, x, _ in changed[1:6]) + ".")
+    made = _made_where(fn)
+    if made:
+        d.evidence.append(f"anomaly mode recorded where {fn.name()} was made: {made}")
+    key = _storage(tensor) if tensor is not None else None
+    same = [(n, t) for n, t in named if key is not None and _storage(t) == key]
+    same.sort(key=lambda nt: (tuple(nt[1].shape) != tuple(tensor.shape), "['" in nt[0], len(nt[0])))
+    if same:
+        name, t = same[0]
+        view = "" if tuple(t.shape) == tuple(tensor.shape) else " (saved as a view of it, e.g. its transpose)"
+        d.culprit, d.culprits = name, [n for n, _ in same]
+        d.evidence.append(f"that tensor is `{name}`{view}.")
+    else:
+        name, t = None, None
+    producer = m.group("op") if m and m.group("op") else None
+    if t is not None and t.grad_fn is None and t.requires_grad or (t is None and producer is None):
+        opts = _optimizers_holding(ns, t) if t is not None else []
+        who = f"`{name}`" if name else "a leaf tensor (a weight)"
+        if opts:
+            d.evidence.append(f"{who} is a parameter of the optimizer `{opts[0]}`: its step() changes it in place.")
+            d._decide("backward-before-step", name,
+                      f"`{opts[0]}.step()` ran between the forward that saved {who} and this backward. Call "
+                      f"every backward that uses this forward before `{opts[0]}.step()`; if this loss must see "
+                      f"the updated weights, "
+                      "run its forward again after the step.", "an optimizer step between forward and backward", True,
+                      [("recompute-in-step", name, "or recompute the forward after the step")])
+        else:
+            d._decide("backward-before-step", name,
+                      f"{who} was updated in place (an optimizer step, or a manual update under torch.no_grad()) "
+                      "between the forward that saved it and this backward. Run the backward before the update, "
+                      "or the forward again after it.", "a weight updated between forward and backward",
+                      t is not None and t.grad_fn is None and t.requires_grad,
+                      [("recompute-in-step", name, "or recompute the forward after the update"),
+                       ("no-data-write", name, "or a write through .data / no_grad")])
+            d.check = "which line changes this weight between the forward and this backward (an optimizer's step()?)."
+    elif t is not None and t.grad_fn is not None and seq(t.grad_fn) > seq(fn):
+        op = _op_word(t.grad_fn.name())
+        how = _INPLACE_OPS.get(op, f"an in-place {op.lower()}_")
+        d.evidence.append(f"`{name}` is now the output of {t.grad_fn.name()} (creation number {seq(t.grad_fn)}), "
+                          f"made after {fn.name()} saved it: an in-place op ({how}) ran on it since.")
+        d._decide("out-of-place", name,
+                  f"an in-place op ({how}) changed `{name}`, which {fn.name()} saved. Use the out-of-place op: "
+                  f"{_out_of_place(op, name)}.", "an in-place op on a saved tensor", True)
+    elif t is not None:
+        d.evidence.append(f"no op recorded on `{name}` after {fn.name()} saved it (its node is "
+                          f"{t.grad_fn.name() if t.grad_fn is not None else 'none'}, made before): it "
+                          "was written where autograd does not see it: through .data, .detach(), or under torch.no_grad().")
+        d._decide("no-data-write", name,
+                  f"`{name}` was written without autograd seeing it (through .data, .detach() or under "
+                  f"torch.no_grad()) after {fn.name()} saved it. Write into a copy (`{name} = {name}.clone()` "
+                  "first), or do the write after the backward.", "a write autograd does not record", True)
+    elif _inplace_modules(ns):
+        mods = _inplace_modules(ns)
+        words = ", ".join(f"`{n}` ({type(m).__name__})" for n, m in mods[:4])
+        d.evidence.append(f"modules with inplace=True in your namespace: {words}: each writes over its input, "
+                          "which the layer before it may have saved.")
+        d._decide("out-of-place", name if name or len(mods) > 1 else mods[0][0],
+                  f"an in-place layer wrote over a tensor {fn.name()} saved. Set inplace=False on {words} "
+                  "(or use torch.relu / F.dropout without inplace).", "an in-place layer on a saved tensor", True)
+    elif slot == "result" and len(_inplace_users(graph, fn)) == 1:
+        user = _inplace_users(graph, fn)[0]
+        op = _op_word(user.name())
+        how = _INPLACE_OPS.get(op, f"an in-place {op.lower()}_")
+        d.evidence.append(f"the one node made on {fn.name()}'s output after it is {user.name()} (creation number "
+                          f"{seq(user)}), an op with an in-place form ({how}): the output it saved was changed by it.")
+        d._decide("out-of-place", name,
+                  f"an in-place op ({how}) changed the output {fn.name()} saved. Use the out-of-place op: "
+                  f"{_out_of_place(op, 'x')}.", "an in-place op on a saved tensor", True)
+    else:
+        d._decide("out-of-place", name,
+                  "an in-place op changed a tensor the graph saved. Use the out-of-place op (`x = x + y` for "
+                  "`x += y`, `torch.relu(x)` for `relu_`, `inplace=False`), or clone it before the write.",
+                  "an in-place op on a saved tensor", False,
+                  [("no-data-write", name, "or a write through .data / .detach() / no_grad"),
+                   ("backward-before-step", name, "or an optimizer step between forward and backward")])
+        d.check = ("which line writes into this tensor between the forward and this backward (run the forward "
+                   "under torch.autograd.set_detect_anomaly(True) to get the line that made the node).")
+    d.message = _inplace_report(d, err, then, now)
+    return d
+
+
+def _inplace_users(graph, fn) -> list:
+    """The nodes that take node `fn`'s output and have an in-place form (ReluBackward0 of relu_,
+    AddBackward0 of +=, CopySlices of x[i] = ...)."""
+    graph.reaching(fn)                        # builds the users map
+    return [u for u in graph._users.get(fn, []) if _op_word(u.name()) in _INPLACE_OPS]
+
+
+def _inplace_modules(ns) -> list:
+    """[(path, module)] of the modules in `ns` (and their submodules) with inplace=True."""
+    out = []
+    for name, value in list((ns or {}).items())[:20_000]:
+        if isinstance(name, str) and not name.startswith("_") and isinstance(value, torch.nn.Module):
+            try:
+                out += [(name + "".join(f"[{p}]" if p.isdigit() else f".{p}" for p in n.split(".")) if n else name, m)
+                        for n, m in value.named_modules()
+                        if getattr(m, "inplace", False) is True]
+            except Exception:
+                continue
+    seen, uniq = set(), []
+    for n, m in out:
+        if id(m) not in seen:
+            seen.add(id(m))
+            uniq.append((n, m))
+    return uniq
+
+
+def _raw_saved(fn, slot):
+    """The tensor a node saved in `slot`, read without the version check (None if unreadable)."""
+    try:
+        t = getattr(fn, f"_raw_saved_{slot}").data
+        return t if isinstance(t, torch.Tensor) else None
+    except Exception:
+        return None
+
+
+def _op_word(node_name: str) -> str:
+    """'Relu' for 'ReluBackward0' (and 'Sigmoid' for 'Sigmoid', as torch's message writes it)."""
+    return re.sub(r"Backward\d*$", "", node_name.split("::")[-1])
+
+
+def _out_of_place(op: str, name: str) -> str:
+    return {"Relu": f"`torch.relu({name})` or nn.ReLU(inplace=False) instead of relu_ / inplace=True",
+            "LeakyRelu": "nn.LeakyReLU(inplace=False)",
+            "Add": f"`{name} = {name} + ...` instead of `{name} += ...`",
+            "Sub": f"`{name} = {name} - ...` instead of `{name} -= ...`",
+            "Mul": f"`{name} = {name} * ...` instead of `{name} *= ...`",
+            "Div": f"`{name} = {name} / ...` instead of `{name} /= ...`",
+            "CopySlices": f"build a new tensor (torch.cat, torch.where), or `{name} = {name}.clone()` before "
+                          "the indexed assignment"}.get(op, "the op without the trailing underscore, assigned to a new name")
+
+
+def _shape_words(t) -> str:
+    return "" if t is None else f"(shape {tuple(t.shape)}) "
+
+
+def _inplace_report(d, err, then=None, now=None) -> str:
+    lines = ["why backward failed: a tensor it needs was changed in place after the forward saved it"]
+    lines.append(f"  the error: {_first_sentence(str(err))}")
+    if then is not None:
+        lines.append(f"  (torch: saved at version {then}, at version {now} now)")
+    lines.append("  what the graph shows:")
+    lines += [f"    - {e}" for e in d.evidence]
+    if d.names_hint:
+        lines.append(f"  names: {d.names_hint}")
+    if d.fix is None:
+        return "\n".join(lines)
+    if d.confident:
+        lines += [f"  cause: {d.pattern}", f"  fix: {d.fix}"]
+    else:
+        lines.append("  the evidence does not single out one cause; the candidates, likeliest first:")
+        lines += [f"    {i}. {k}{f' `{c}`' if c else ''}: {w}" for i, (k, c, w) in enumerate(d.candidates, 1)]
+        lines.append(f"  likeliest fix: {d.fix}")
+        if d.check:
+            lines.append(f"  check: {d.check}")
+    lines.append("  (retain_graph=True does not help here: it keeps the graph, not the old values)")
     return "\n".join(lines)
 
 

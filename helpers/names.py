@@ -1,54 +1,104 @@
-"""Names for tensors: where in the user's namespace (plain names, containers, module attributes)
-a tensor can be found, as `[(name, tensor)]`. Used by the diagnosis (helpers.diagnose, which
-names the culprit) and by its pictures (helpers.diagnosis_picture, which label nodes).
-Owned by the diagnosis: it decides where to look."""
+"""Names for tensors: where in the user's namespace a tensor can be found, as `[(path, tensor)]`.
+Used by the diagnosis (helpers.diagnose, which names the culprit) and by its pictures
+(helpers.diagnosis_picture, which label nodes). Owned by the diagnosis: it decides where to look.
+
+Where people keep tensors, and the paths reported for them:
+- plain names: `h`;
+- items of lists, tuples and deques: `memory[3][0]`, `hidden[0]`;
+- values of dicts (str/int keys): `ema.shadow['w']`, `cache[2]`;
+- attributes of plain objects and of nn.Modules, private ones included: `ema.shadow`,
+  `model.rnn._hidden`; a module's parameters and buffers: `model.fc.weight`.
+
+Bounded: at most MAX_DEPTH steps below a namespace name, at most MAX_ITEMS items per container
+(the newest first: the *last* items of a list or deque, where a training loop appends, so a long
+buffer's recent entries are seen), at most MAX_VISITS objects in all. Reads `__dict__` and
+container items only: no property, `__getattr__` or `__iter__` of a user class runs. Breadth
+first, so the shortest path to a tensor comes first.
+"""
 from __future__ import annotations
+
+import collections
+import itertools
+import types
 
 import torch
 
-MAX_NAMES = 20_000                              # namespace entries looked at, at most
+MAX_NAMES = 20_000        # namespace entries looked at, at most
+MAX_DEPTH = 6             # container/attribute steps below a namespace name
+MAX_ITEMS = 64            # items looked at per container (the newest)
+MAX_VISITS = 50_000       # objects looked at in all
+
+# never looked into: they hold no user state, or too much of torch's own
+_OPAQUE = (str, bytes, bytearray, int, float, complex, bool, type(None), type, types.ModuleType,
+           types.FunctionType, types.BuiltinFunctionType, types.MethodType, range, slice,
+           torch.optim.Optimizer, torch.dtype, torch.device)
+_SKIP_ATTRS = frozenset({"_modules", "_parameters", "_buffers", "_non_persistent_buffers_set"})
 
 
-def named_tensors(ns) -> list:
-    """[(name, tensor)] for tensors in `ns`: plain names, items of tuples/lists (`hidden[0]`),
-    and tensor attributes of nn.Module instances and their submodules (`model.rnn.hidden`).
-    Reads `__dict__` only (no properties run), skips names starting with '_'."""
-    out, modules = [], []
+def _items(value):
+    """[(suffix, item)] of a container, newest first and at most MAX_ITEMS; [] for other values."""
+    if isinstance(value, dict):
+        keys = [k for k in list(value.keys())[-MAX_ITEMS:] if isinstance(k, (str, int))]
+        return [(f"[{k!r}]", value[k]) for k in reversed(keys)]
+    if isinstance(value, (list, tuple, collections.deque)):
+        n = len(value)
+        newest = itertools.islice(reversed(value), MAX_ITEMS)     # a deque's too: no copy of it all
+        return [(f"[{n - 1 - i}]", v) for i, v in enumerate(newest)]
+    return []
 
-    def add(name, value):
-        if isinstance(value, torch.Tensor):
-            out.append((name, value))
-        elif isinstance(value, (tuple, list)) and 0 < len(value) <= 16:
-            for i, v in enumerate(value):
-                if isinstance(v, torch.Tensor):
-                    out.append((f"{name}[{i}]", v))
-                elif isinstance(v, (tuple, list)) and 0 < len(v) <= 16:   # [(h, c)] of a stack
-                    out.extend((f"{name}[{i}][{j}]", w) for j, w in enumerate(v)
-                               if isinstance(w, torch.Tensor))
 
+def _attributes(value):
+    """[(suffix, attribute)] of a plain object or module: its `__dict__` (private names included),
+    a module's parameters and buffers; [] for values with no `__dict__`."""
+    try:
+        attrs = vars(value)
+    except TypeError:
+        return []
+    if not isinstance(attrs, dict):     # a mappingproxy (a class) or something odd
+        return []
+    out = [(f".{k}", v) for k, v in list(attrs.items())[:MAX_ITEMS * 4]
+           if isinstance(k, str) and k not in _SKIP_ATTRS and not k.startswith("__")]
+    if isinstance(value, torch.nn.Module):
+        for kind in ("_parameters", "_buffers", "_modules"):       # a Sequential's layer 2: [2]
+            out += [(f"[{k}]" if kind == "_modules" and k.isdigit() else f".{k}", v)
+                    for k, v in attrs.get(kind, {}).items() if v is not None]
+    return out
+
+
+def named_tensors(ns, every_path: bool = False) -> list:
+    """[(path, tensor)] for the tensors reachable from namespace `ns` ({name: value}), breadth
+    first (shortest paths first), each tensor once under its shortest path; every_path=True: a
+    tensor kept in two places (a replay buffer and the batch sampled from it) under each path.
+    Top-level names starting with '_' (IPython's output history) are skipped."""
+    out, seen_tensors, seen = [], set(), set()
+    level = []                                  # (path, value, the namespace name it hangs from)
     for i, (name, value) in enumerate(list(ns.items())):
         if i >= MAX_NAMES:
             break
-        if not isinstance(name, str) or name.startswith("_"):
-            continue
-        if isinstance(value, torch.nn.Module):
-            modules.append((name, value))
-        else:
-            add(name, value)
-    seen = set()
-    for name, module in modules:
-        try:
-            subs = list(module.named_modules(prefix=name))
-        except Exception:   # a user's module may do anything: skip it, never raise
-            continue
-        for sub_name, sub in subs:
-            if id(sub) in seen:
+        if isinstance(name, str) and not name.startswith("_"):
+            level.append((name, value, name))
+    visits = 0
+    for _depth in range(MAX_DEPTH + 1):
+        nxt = []
+        for path, value, top in level:
+            visits += 1
+            if visits > MAX_VISITS:
+                return out
+            if isinstance(value, torch.Tensor):
+                if every_path or id(value) not in seen_tensors:
+                    seen_tensors.add(id(value))
+                    out.append((path, value))
                 continue
-            seen.add(id(sub))
-            for attr, value in list(vars(sub).items()):
-                if not attr.startswith("_"):
-                    add(f"{sub_name}.{attr}", value)
-            for kind in ("_buffers", "_parameters"):
-                for attr, value in list(vars(sub).get(kind, {}).items()):
-                    add(f"{sub_name}.{attr}", value)
+            # each object once (cycles), or with every_path once under each namespace name: the
+            # transitions sampled into `batch` are still found in `memory.memory`
+            key = (top, id(value)) if every_path else id(value)
+            if isinstance(value, _OPAQUE) or key in seen:
+                continue
+            seen.add(key)
+            try:
+                children = _items(value) or _attributes(value)
+            except Exception:       # a user's object may do anything: skip it, never raise
+                continue
+            nxt.extend((path + suffix, child, top) for suffix, child in children)
+        level = nxt
     return out

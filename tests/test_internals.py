@@ -75,3 +75,94 @@ def test_the_site_exporter_copies_the_current_html_exporter():
         f"HTML_EXPORTER_SOURCE_SHA = {digest!r} here.")
     resources = build_site.exporter()._init_resources({"metadata": {"name": "x"}})
     assert resources["metadata"]["name"] == "x" and resources["output_extension"] == ".html"
+
+
+# ---------------------------------------------------------------------------------------------
+# diag-tool: autograd internals helpers/diagnose.py reads (torch is pinned; each guard says what
+# breaks when an upgrade changes it).
+def test_diag_tool_sequence_nr_orders_nodes_by_creation():
+    import torch
+
+    w = torch.ones(2, requires_grad=True)
+    a = w * 2
+    b = a.exp()
+    assert b.grad_fn._sequence_nr() > a.grad_fn._sequence_nr(), (
+        "grad_fn._sequence_nr() no longer grows with creation: diagnose's step split and stop are wrong")
+
+
+def test_diag_tool_freed_and_inplace_errors_read_from_saved_properties():
+    import torch
+
+    from helpers.diagnose import _INPLACE_MSG, _VERSIONS, FREED_TEXT, INPLACE_TEXT
+
+    w = torch.ones(3, requires_grad=True)
+    y = (w * 2).exp()
+    y.sum().backward()
+    with pytest.raises(RuntimeError) as freed:
+        _ = y.grad_fn._saved_result
+    assert FREED_TEXT in str(freed.value), "reading a freed _saved_* no longer raises the freed-graph text"
+    z = (w * 2).sigmoid()
+    z.mul_(2)
+    with pytest.raises(RuntimeError) as changed:
+        _ = z.grad_fn.next_functions[0][0]._saved_result
+    text = str(changed.value)
+    assert INPLACE_TEXT in text and _VERSIONS.search(text).groups() == ("1", "0"), text
+    with pytest.raises(RuntimeError) as err:
+        z.sum().backward()
+    assert _INPLACE_MSG.search(str(err.value)), "the in-place error's '[tensor], ... is at version' form changed"
+
+
+def test_diag_tool_raw_saved_data_reads_a_changed_tensor_without_the_check():
+    import torch
+
+    w = torch.ones(3, requires_grad=True)
+    z = (w * 2).sigmoid()
+    z.add_(1)
+    raw = z.grad_fn.next_functions[0][0]._raw_saved_result.data
+    assert isinstance(raw, torch.Tensor) and raw._version == 1, (
+        "_raw_saved_<slot>.data no longer gives the saved tensor: the in-place diagnosis cannot name it")
+    assert raw.untyped_storage().data_ptr() == z.untyped_storage().data_ptr()
+    assert z.grad_fn._sequence_nr() > z.grad_fn.next_functions[0][0]._sequence_nr(), (
+        "an in-place op no longer gives the tensor a newer grad_fn: out-of-place vs .data writes blur")
+
+
+def test_diag_tool_input_metadata_gives_a_nodes_output_shape():
+    import torch
+
+    w = torch.ones(3, 4, requires_grad=True)
+    y = (w * 2).t()
+    assert tuple(y.grad_fn._input_metadata[0].shape) == (4, 3), (
+        "Node._input_metadata[0].shape changed: diagnose's carried-state match (kind and shape) fails")
+
+
+def test_diag_tool_anomaly_mode_records_the_forward_stack_in_metadata():
+    import torch
+
+    w = torch.ones(3, requires_grad=True)
+    with torch.autograd.set_detect_anomaly(True):
+        y = (w * 2).exp()
+    stack = y.grad_fn.metadata.get("traceback_")
+    assert isinstance(stack, list) and any("y = (w * 2).exp()" in f for f in stack), (
+        "anomaly mode no longer keeps the forward stack in grad_fn.metadata['traceback_']")
+
+
+def test_diag_tool_engine_frame_holds_the_backward_outputs():
+    import torch
+
+    from helpers.diagnose import _tensors_from_traceback
+
+    w = torch.ones(3, requires_grad=True)
+    loss = (w * 2).exp().sum()
+    loss.backward()
+    with pytest.raises(RuntimeError) as err:
+        loss.backward()
+    assert _tensors_from_traceback(err.value.__traceback__)[0] is loss, (
+        "torch/autograd/graph.py's _engine_run_backward no longer holds t_outputs: pass the tensor instead")
+
+
+def test_diag_tool_indexed_assignment_is_a_copyslices_node():
+    import torch
+
+    out = torch.zeros(2)
+    out[0] = torch.ones(1, requires_grad=True).sum()
+    assert out.grad_fn.name().endswith("CopySlices"), "out[i] = ... is no longer a CopySlices node"
