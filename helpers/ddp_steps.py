@@ -74,11 +74,14 @@ def summed_or_sequential(rank, world_size, heads=2, how="sum", find_unused_param
     return {"grads": grads(model), **stats}
 
 
-def reference(world_size: int, heads: int = 2) -> dict:
-    """The same step in one process, on every rank's samples at once: what DDP should give."""
+def reference(world_size: int, heads: int = 2, losses=(1, 2), ranks=None) -> dict:
+    """The same step in one process, on the samples of `ranks` (default: every rank's, at once):
+    the gradient of the sum of `losses` (1: loss1, 2: loss2). With every rank and both losses,
+    this is what DDP should give: a mean loss over all the samples."""
     model = TwoHeads(heads)
-    loss1, loss2 = two_losses(model(torch.cat([batch(r) for r in range(world_size)])))
-    (loss1 + loss2).backward()
+    ranks = range(world_size) if ranks is None else ranks
+    loss1, loss2 = two_losses(model(torch.cat([batch(r) for r in ranks])))
+    sum(loss for n, loss in ((1, loss1), (2, loss2)) if n in losses).backward()
     return grads(model)
 
 

@@ -172,14 +172,20 @@ def run(fn, world_size: int = 2, timeout: float = 60.0, **kwargs) -> list:
     if errors:
         # the first error raised is the cause (the other ranks' are often "peer gone");
         # when several ranks raised that same error, name the lowest of them, so a re-run says the same
-        first = min(errors.values(), key=lambda payload: payload[3])[:2]
-        rank = min(r for r, payload in errors.items() if payload[:2] == first)
+        first = _gist(min(errors.values(), key=lambda payload: payload[3]))
+        rank = min(r for r, payload in errors.items() if _gist(payload) == first)
         kind, message, worker_tb, _ = errors[rank]
         err = WorkerError(rank, world_size, kind, message, worker_tb,
                           {r: (k, m) for r, (k, m, _, _) in errors.items()})
         err.add_note(f"worker traceback (rank {rank}):\n{worker_tb}")
         raise err
     return [torch.load(io.BytesIO(reports[rank][1]), weights_only=True) for rank in range(world_size)]
+
+
+def _gist(payload) -> tuple:
+    """An error's type and the start of its message: the same error on two ranks may name its
+    own rank further on (DDP: "... did not receive grad for rank 1")."""
+    return payload[0], payload[1][:60]
 
 
 def _read(path) -> str:

@@ -29,3 +29,10 @@ def sleeps(rank, world_size, seconds):
 def prints(rank, world_size):
     print(f"hello from rank {rank}", flush=True)
     return rank
+
+
+def same_error(rank, world_size):
+    """Both ranks raise the same error, rank 1 first; each message ends with its own rank."""
+    time.sleep(0.5 if rank == 0 else 0.0)
+    raise RuntimeError("Expected to mark a variable ready only once. This error is caused by ... "
+                       f"(seen on rank {rank})")

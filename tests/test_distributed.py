@@ -85,3 +85,11 @@ def test_bad_inputs_are_clear_errors():
 def test_results_are_plain_tensors_owned_by_the_parent():
     t = run(ddp_programs.sum_of_ranks)[0]["sum"]
     assert isinstance(t, torch.Tensor) and t.is_shared() is False
+
+
+def test_the_same_error_on_every_rank_names_the_lowest_rank_whichever_came_first():
+    with pytest.raises(WorkerError) as caught:
+        run(ddp_programs.same_error, world_size=2)
+    assert caught.value.rank == 0 and str(caught.value).endswith("(seen on rank 0)")
+    assert set(caught.value.errors) == {0, 1}
+    no_worker_left()
