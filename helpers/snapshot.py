@@ -307,22 +307,53 @@ def fmt_bytes(n) -> str:
     return f"{n} B"
 
 
-def fmt_number(v: float) -> str:
+def fmt_number(v) -> str:
+    """4 significant digits; a complex number as '1+2j' (each part so)."""
+    if isinstance(v, complex):
+        re_, im = fmt_number(v.real), fmt_number(abs(v.imag))
+        return f"{re_}{'-' if v.imag < 0 else '+'}{im}j"
     v = float(v) + 0.0  # turns -0.0 into 0.0
     text = f"{v:.4g}"
     return "0" if text in ("-0", "0") else text
 
 
 def fmt_values(t: torch.Tensor, max_values: int = 8) -> str:
-    """Values of a small tensor, or its shape and norm when it is big."""
+    """Values of a small tensor, or its shape and norm when it is big.
+
+    Complex values print as '1+2j' and their norm is the complex one (sqrt of the sum of
+    |z|^2); a sparse tensor shows its layout, how many values it stores and their norm; a
+    tensor with no data (device 'meta') says so."""
     t = t.detach()
+    if t.device.type == "meta":
+        return f"{fmt_shape(t.shape)} on meta: no values"
+    if t.layout is not torch.strided:
+        return _fmt_sparse(t)
     if t.numel() <= max_values:
         if t.dim() == 0:
             return fmt_number(t.item())
         flat = ", ".join(fmt_number(v) for v in t.reshape(-1).tolist())
         return f"[{flat}]" if t.dim() == 1 else f"[{flat}] {fmt_shape(t.shape)}"
-    norm = t.double().norm().item() if t.is_floating_point() or t.is_complex() else float("nan")
-    return f"{fmt_shape(t.shape)} norm {fmt_number(norm)}"
+    return f"{fmt_shape(t.shape)} norm {fmt_number(_norm(t))}"
+
+
+def _norm(values: torch.Tensor) -> float:
+    """The 2-norm in double precision (complex: of |z|); NaN for integer and bool tensors."""
+    if values.is_complex():
+        return torch.linalg.vector_norm(values.to(torch.complex128)).item()
+    if values.is_floating_point():
+        return torch.linalg.vector_norm(values.double()).item()
+    return float("nan")
+
+
+def _fmt_sparse(t: torch.Tensor) -> str:
+    """'(4, 2) sparse_coo, 4 stored values, norm 2' (an nn.Embedding(sparse=True) grad)."""
+    layout = str(t.layout).replace("torch.", "")
+    try:
+        values = t.coalesce().values() if t.layout is torch.sparse_coo else t.values()
+    except RuntimeError:   # a layout with no .values()
+        return f"{fmt_shape(t.shape)} {layout}"
+    n = values.numel()
+    return f"{fmt_shape(t.shape)} {layout}, {n} stored value{'s' * (n != 1)}, norm {fmt_number(_norm(values))}"
 
 
 def dtype_name(dtype) -> str:

@@ -115,10 +115,11 @@ def _is_transpose(g, h) -> bool:
             and g[1][::-1] == h[1] and g[2:] == h[2:])
 
 
-def _tensor_saved(slot, t, storages) -> Saved:
+def _tensor_saved(slot, t, storages, node="") -> Saved:
     """A held saved tensor; named after a tensor the caller named if they share memory: '= a'
     when it is `a` seen the same way (shape, strides, offset, dtype), '= a.T' when it is a 2-D `a`
     transposed, else 'shares memory with a'."""
+    refuse_nested(t, f"the tensor {node}saved as {slot!r}")
     named = storages.get(_storage_key(t), []) if storages else []
     alias, view = None, False
     if named:
@@ -126,8 +127,10 @@ def _tensor_saved(slot, t, storages) -> Saved:
         same = [n for n, g in named if geometry is not None and g == geometry]
         same += [f"{n}.T" for n, g in named if _is_transpose(g, geometry)]   # Linear saves weight.T
         alias, view = (same[0], False) if same else (named[0][0], True)
+    # a tensor on device 'meta' has a shape and no data: it holds no memory
+    nbytes = 0 if t.is_meta else t.numel() * t.element_size()
     return Saved(slot=slot, is_tensor=True, state=SavedState.HELD, shape=tuple(t.shape),
-                 dtype=dtype_name(t.dtype), nbytes=t.numel() * t.element_size(),
+                 dtype=dtype_name(t.dtype), nbytes=nbytes,
                  alias=alias, alias_view=view, storage=_storage_key(t))
 
 
@@ -169,13 +172,13 @@ def _read_saved(fn, storages) -> list[Saved]:
                 out.append(Saved(slot, True, state, value=value, modified=modified))
             continue
         if isinstance(value, torch.Tensor):
-            out.append(_tensor_saved(slot, value, storages))
+            out.append(_tensor_saved(slot, value, storages, f"{fn.name()} "))
             known[slot] = out[-1]
         elif isinstance(value, (tuple, list)) and value and all(
                 isinstance(v, torch.Tensor) or v is None for v in value):
             for i, v in enumerate(value):
                 if v is not None:
-                    out.append(_tensor_saved(f"{slot}[{i}]", v, storages))
+                    out.append(_tensor_saved(f"{slot}[{i}]", v, storages, f"{fn.name()} "))
                     known[out[-1].slot] = out[-1]
         elif value is None or (attr == "saved_tensors" and not value):
             continue  # optional input that was not needed, or a Function that saved nothing
@@ -200,6 +203,21 @@ def _fmt_value(v) -> str:
 
 
 # --------------------------------------------------------------------------------
+NESTED_REFUSED = ("is a nested tensor ({layout}): its parts have different shapes, so it has no one "
+                  "shape or size, and these pictures draw only ordinary tensors. Draw a graph of "
+                  "ordinary tensors: start from a padded copy, "
+                  "torch.nested.to_padded_tensor(nt.detach(), 0.0).requires_grad_(), or from each "
+                  "part of nt.unbind() on its own.")
+
+
+def refuse_nested(t: torch.Tensor, where: str) -> None:
+    """A GraphInputError for a nested tensor met at `where` (torch raises an internal
+    RuntimeError on its .shape, or an AttributeError for the jagged layout)."""
+    if t.is_nested:
+        layout = "jagged" if t.layout is torch.jagged else "strided"
+        raise GraphInputError(f"{where} " + NESTED_REFUSED.format(layout=layout))
+
+
 def check_roots(roots, names) -> None:
     if not roots:
         raise GraphInputError(
@@ -207,6 +225,7 @@ def check_roots(roots, names) -> None:
     for i, t in enumerate(roots, 1):
         if not isinstance(t, torch.Tensor):
             raise GraphInputError(not_a_tensor(f"argument {i}", t))
+        refuse_nested(t, f"argument {i}")
         if _grad_fn(t, f"argument {i}") is None and not t.requires_grad:
             raise GraphInputError(
                 f"argument {i} has no autograd graph: requires_grad=False and no grad_fn. "
@@ -216,6 +235,7 @@ def check_roots(roots, names) -> None:
     if names is not None:
         check_names(names)
     for name, t in (names or {}).items():
+        refuse_nested(t, f"names[{name!r}]")
         _grad_fn(t, f"names[{name!r}]")
 
 
@@ -622,6 +642,7 @@ class _Walk:
 
 
 def _tensor_box(nid, name, role, t, made_by=None) -> TensorBox:
+    refuse_nested(t, f"the {role.value} {name!r}" if role is not Role.LEAF else f"a leaf of the graph ({name})")
     grad = None
     if t.is_leaf or t.retains_grad:
         g = t.grad  # no warning: leaves and retained tensors may be read

@@ -1,0 +1,93 @@
+"""Real models and odd inputs the pictures must survive (issue 18 §4): each test is built
+from a case that crashed, froze or lied, and checks what the picture now says."""
+import warnings
+
+import pytest
+import torch
+from torch import nn
+
+from helpers.graph import draw
+from helpers.snapshot import GraphInputError, fmt_number, fmt_values
+from helpers.walk import snapshot
+
+
+# ---------------------------------------------------------------- complex leaves
+def test_complex_leaf_grad_is_drawn_with_its_complex_values():
+    z = torch.tensor([1 + 2j, 3 - 1j], requires_grad=True)
+    (z.abs() ** 2).sum().backward()          # d|z|^2 / d conj(z) = 2z
+    assert torch.equal(z.grad, 2 * z.detach())
+    pic = draw(z * 1, names={"z": z})        # raised TypeError in fmt_number
+    assert "leaf z (2,) complex64 grad=[2+4j, 6-2j]" in pic.text
+    assert "<svg" in pic.svg
+
+
+def test_complex_norm_is_the_complex_norm_not_the_norm_of_the_real_parts():
+    g = torch.full((9,), 2j)                 # real parts all 0: the old text said "norm 0"
+    assert torch.linalg.vector_norm(g).item() == pytest.approx(6.0)
+    assert fmt_values(g) == "(9,) norm 6"
+    z = torch.zeros(9, dtype=torch.complex64, requires_grad=True)
+    (z * torch.full((9,), -2j)).real.sum().backward()
+    assert "grad=(9,) norm 6" in draw(z * 1, names={"z": z}).text
+
+
+def test_fmt_number_complex_signs_and_zero():
+    assert [fmt_number(v) for v in (1 + 2j, 3 - 1j, -0.0 - 0.5j, 2 + 0j)] == ["1+2j", "3-1j", "0-0.5j", "2+0j"]
+
+
+# ---------------------------------------------------------------- sparse grads
+def test_sparse_embedding_grad_is_drawn_after_backward():
+    torch.manual_seed(0)
+    emb = nn.Embedding(4, 2, sparse=True)
+    out = emb(torch.tensor([0, 1, 1])).sum()
+    out.backward()
+    assert emb.weight.grad.is_sparse
+    expected = torch.linalg.vector_norm(emb.weight.grad.to_dense()).item()   # rows 0 and 1: 1 and 2 per entry
+    assert expected == pytest.approx(10 ** 0.5)
+    text = draw(out, names={"w": emb.weight}).text   # raised "reshape is not implemented for sparse tensors"
+    # 3 lookups -> 3 stored rows of 2 (uncoalesced: row 1 twice); coalesced: 2 rows, 4 values
+    assert "leaf w (4, 2) float32 grad=(4, 2) sparse_coo, 4 stored values, norm 3.162" in text
+
+
+# ---------------------------------------------------------------- odd inputs
+def _nested(layout=torch.strided):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")      # "prototype stage"
+        return torch.nested.nested_tensor([torch.randn(2, 3), torch.randn(4, 3)], layout=layout,
+                                          requires_grad=True)
+
+
+@pytest.mark.parametrize("layout", [torch.strided, torch.jagged])
+def test_nested_root_is_a_clear_graph_input_error(layout):
+    nt = _nested(layout)
+    with pytest.raises(GraphInputError, match="argument 1 is a nested tensor .*to_padded_tensor"):
+        draw(nt * 2)
+
+
+def test_nested_tensor_inside_the_graph_is_a_clear_graph_input_error():
+    nt = _nested()
+    y = torch.nested.to_padded_tensor(nt * 2, 0.0).sum()
+    with pytest.raises(GraphInputError, match="saved as 'self' is a nested tensor"):
+        snapshot(y)
+    y.backward()                             # saved tensors freed: the nested leaf is still met
+    with pytest.raises(GraphInputError, match="a leaf of the graph .* is a nested tensor"):
+        draw(y)
+    with pytest.raises(GraphInputError, match=r"names\['nt'\] is a nested tensor"):
+        draw(y, names={"nt": nt})
+
+
+def test_meta_tensors_hold_no_memory_and_have_no_values():
+    x = torch.randn(3, device="meta", requires_grad=True)
+    y = (x * x).sum()
+    assert "saved tensors: 2 held (0 B)" in draw(y, names={"x": x}).text
+    y.backward()
+    assert "leaf x (3,) float32 grad=(3,) on meta: no values" in draw(y, names={"x": x}).text
+
+
+def test_tensor_subclass_is_drawn_like_a_tensor():
+    class Tagged(torch.Tensor):
+        pass
+    x = torch.randn(3, requires_grad=True).as_subclass(Tagged)
+    y = (x * x).sum()
+    assert "held  self (= x): (3,) float32 12 B" in draw(y, names={"x": x}).text
+    y.backward()
+    assert "FREED self (= x): (3,) float32 12 B" in draw(y, names={"x": x}).text   # size from the walk before
