@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import re
 
-from . import render
+from . import layout, render
 from .snapshot import GraphInputError, Role, SavedState, Snapshot, fmt_bytes, fmt_shape
 from .trace import BackwardTrace
 from .walk import node_key, snapshot, snapshot_with_ids
@@ -105,7 +105,7 @@ class Picture:
 
     def __init__(self, dot_source: str, text: str, alternative: tuple[str, ...] | None = None):
         self.dot = dot_source
-        self.text = text
+        self.text = text if layout.note(dot_source) is None else f"{text}\n{layout.note(dot_source)}"
         self.alternative = alternative
         self.stacked = False
         self._svg = None
