@@ -21,7 +21,7 @@ from .trace import BackwardTrace
 from .walk import node_key, snapshot, snapshot_with_ids
 
 STATE_WORDS = {SavedState.HELD: "held", SavedState.FREED: "FREED", SavedState.VALUE: "value",
-               SavedState.UNREADABLE: "UNREADABLE"}
+               SavedState.UNREADABLE: "UNREADABLE", SavedState.RECOMPUTED: "recomputed"}
 
 
 def describe(snap: Snapshot) -> str:

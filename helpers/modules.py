@@ -662,6 +662,8 @@ def _item(what: str, s, shared: bool) -> str:
     if s.state is SavedState.HELD:
         colour = render.MODIFIED if s.modified else render.HELD
         return f'<FONT COLOR="{colour}">{render.esc(what)}</FONT>{mark}'
+    if s.state is SavedState.RECOMPUTED:
+        return f'<FONT COLOR="{render.VALUE}">{render.esc(s.slot)}: recomputed in backward</FONT>'
     return f'<FONT COLOR="{render.VALUE}">{render.esc(s.slot)}: unreadable</FONT>'
 
 

@@ -105,6 +105,9 @@ def _op_label(op, highlight=False, ran=None, shared=frozenset(), fill=None) -> s
             rows.append(f'<TR><TD ALIGN="LEFT"><FONT COLOR="{MODIFIED}" POINT-SIZE="10">'
                         f'saved {esc(s.slot)}{esc(alias)}{esc(size)}<BR ALIGN="LEFT"/>'
                         f'<B>MODIFIED IN PLACE since saved ({esc(s.modified)})</B></FONT></TD></TR>')
+        elif s.state is SavedState.RECOMPUTED:  # a checkpoint re-runs the forward for it in backward
+            rows.append(f'<TR><TD ALIGN="LEFT"><FONT COLOR="{VALUE}" POINT-SIZE="10">'
+                        f'saved {esc(s.slot)}: <B>recomputed in backward</B> (checkpoint), not held</FONT></TD></TR>')
         elif s.state is SavedState.UNREADABLE:  # reading it raised something we do not know
             rows.append(f'<TR><TD ALIGN="LEFT"><FONT COLOR="{VALUE}" POINT-SIZE="10">'
                         f'saved {esc(s.slot)}: <B>unreadable</B> ({esc(s.value)})</FONT></TD></TR>')

@@ -29,6 +29,7 @@ class SavedState(StrEnum):
     HELD = "held"              # a tensor still in memory (possibly changed in place since saved)
     FREED = "freed"            # a tensor backward released: reading it raises
     UNREADABLE = "unreadable"  # a tensor whose reading raised something else (a failing hook, ...)
+    RECOMPUTED = "recomputed"  # a tensor a non-reentrant checkpoint recomputes in backward: not held
     VALUE = "value"            # not a tensor: a number, a size, a flag
 
 
@@ -79,6 +80,8 @@ class Saved:
         stale = f" MODIFIED IN PLACE since saved ({self.modified})" if self.modified else ""
         if self.state is SavedState.UNREADABLE:
             stale = f" (reading it raised {self.value})"
+        if self.state is SavedState.RECOMPUTED:
+            return f"{self.slot}: {self.value}, not held"
         if self.shape is None:
             return f"{self.slot}: size unknown{stale}"
         alias = f" ({self.alias_note()})" if self.alias else ""
@@ -157,6 +160,9 @@ class Snapshot:
     count_capped: bool = False
     cut_at: list[str] = field(default_factory=list)  # drawn op ids with inputs beyond the cap
     above: AboveFocus | None = None   # drawn with focus=: what lies between the roots and the focus
+    # op ids whose saved tensors a non-reentrant torch.utils.checkpoint recomputes in backward
+    # (SavedState.RECOMPUTED): a checkpointed region, which holds no memory for them
+    recomputed_in_backward: list[str] = field(default_factory=list)
     # which live node each drawn id was (walk.node_key: an op's name and creation number, a leaf's
     # identity), so a BackwardTrace of the same graph maps onto these ids. Internal only: never
     # printed, not compared.

@@ -142,6 +142,64 @@ def _storage_key(t):
         return None
 
 
+# ---- the one place that reads autograd's raw saved variables (torch internals) ----------
+# A node's `_saved_<slot>` unpacks what it saved: with saved-tensor hooks that runs the hook,
+# and a non-reentrant torch.utils.checkpoint's unpack hook re-runs the user's forward (once per
+# read), and may only run once per backward. `_raw_saved_<slot>` (`_raw_saved_tensors` for a
+# custom Function) gives torch._C._autograd.SavedTensor objects instead, whose `unpack_hook`
+# (None when no hook was installed, or once backward freed it) and `data` (what the pack hook
+# returned, None once freed) are read without unpacking. Guarded by tests/test_internals.py.
+
+SAFE_UNPACK_HOOKS: set = set()   # unpack hooks that run no user code (helpers.memory registers its own)
+
+
+def _raw_saved(fn, attr):
+    """The SavedTensor object(s) behind `fn.<attr>` (one, or a tuple), or None when torch has none
+    (a custom Function's `_raw_saved_tensors` raises once backward freed them: None too)."""
+    try:
+        return getattr(fn, "_raw_" + attr.lstrip("_"), None)
+    except RuntimeError:
+        return None
+
+
+def _checkpoint_holder_type():
+    from torch.utils import checkpoint
+
+    return getattr(checkpoint, "_Holder", None)
+
+
+def _hooked_saved(fn, attr) -> list | None:
+    """[(slot suffix, packed object or None when freed)] when `fn.<attr>` was packed by a
+    saved-tensor hook that may run user code (then it is never unpacked), else None: read it
+    the ordinary way (no hook, or a hook in SAFE_UNPACK_HOOKS)."""
+    raw = _raw_saved(fn, attr)
+    if raw is None:
+        return None
+    many = isinstance(raw, (tuple, list))
+    items = list(raw) if many else [raw]
+    hooks = [getattr(r, "unpack_hook", None) for r in items]
+    if all(h is None or h in SAFE_UNPACK_HOOKS for h in hooks):
+        return None
+    return [(f"[{i}]" if many else "", r.data) for i, r in enumerate(items)]
+
+
+def _packed_saved(slot, packed, storages, node) -> Saved:
+    """What a saved-tensor hook left in the graph, read without unpacking it: nothing (FREED),
+    a checkpoint's placeholder (RECOMPUTED: backward re-runs the forward to make it, so no
+    memory is held for it), or a tensor the hook keeps (save_on_cpu: the CPU copy, HELD)."""
+    if packed is None:
+        return Saved(slot, True, SavedState.FREED)
+    holder = _checkpoint_holder_type()
+    if holder is not None and isinstance(packed, holder):
+        return Saved(slot, True, SavedState.RECOMPUTED, value="recomputed in backward (checkpoint)")
+    kept = packed if isinstance(packed, torch.Tensor) else next(
+        (v for v in packed if isinstance(v, torch.Tensor)), None) if isinstance(packed, (tuple, list)) else None
+    if kept is not None:
+        return _tensor_saved(slot, kept, storages, node)
+    return Saved(slot, True, SavedState.UNREADABLE,
+                 value=f"kept by a saved-tensor hook as a {type(packed).__name__}; not unpacked")
+
+
 _META_KEY = "backward_twice.saved"
 
 
@@ -159,6 +217,17 @@ def _read_saved(fn, storages) -> list[Saved]:
     out = []
     for attr in _saved_attr_names(fn):
         slot = attr[len("_saved_"):] if attr.startswith("_saved_") else attr
+        hooked = _hooked_saved(fn, attr)
+        if hooked is not None:   # packed by a hook that may run user code: never unpacked
+            for suffix, packed in hooked:
+                saved = _packed_saved(slot + suffix, packed, storages, f"{fn.name()} ")
+                prev = known.get(saved.slot)
+                if saved.state is SavedState.FREED and prev is not None:
+                    saved = dataclasses.replace(prev, state=SavedState.FREED, value=None, modified=None)
+                elif saved.state is not SavedState.FREED:
+                    known[saved.slot] = saved
+                out.append(saved)
+            continue
         try:
             value = getattr(fn, attr)
         except Exception as err:  # freed by backward, changed in place, or a saved-tensor hook failed
@@ -463,6 +532,8 @@ class _Walk:
         else:
             nid = f"op{len(self.snap.ops) + 1}"
             self.snap.ops[nid] = Op(id=nid, name=fn.name(), saved=_read_saved(fn, self.storages))
+            if any(s.state is SavedState.RECOMPUTED for s in self.snap.ops[nid].saved):
+                self.snap.recomputed_in_backward.append(nid)
             self.queue.append((fn, nid))
         self.node_id[fn] = nid
         self.snap.node_keys[nid] = node_key(fn)

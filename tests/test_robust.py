@@ -91,3 +91,62 @@ def test_tensor_subclass_is_drawn_like_a_tensor():
     assert "held  self (= x): (3,) float32 12 B" in draw(y, names={"x": x}).text
     y.backward()
     assert "FREED self (= x): (3,) float32 12 B" in draw(y, names={"x": x}).text   # size from the walk before
+
+
+# ---------------------------------------------------------------- checkpointing
+def _checkpointed_mlp(calls, layers=3):
+    from torch.utils.checkpoint import checkpoint
+
+    torch.manual_seed(0)
+    mods = [nn.Linear(4, 4) for _ in range(layers)]
+
+    def block(h, layer):
+        calls.append(layer)
+        return torch.relu(layer(h))
+
+    x = torch.randn(2, 4, requires_grad=True)
+    h = x
+    for m in mods:
+        h = checkpoint(block, h, m, use_reentrant=False)
+    return h.sum(), x, mods
+
+
+def _grads(x, mods):
+    return [x.grad.clone()] + [p.grad.clone() for m in mods for p in m.parameters()]
+
+
+def test_drawing_a_checkpointed_graph_runs_no_user_code_and_holds_nothing():
+    calls = []
+    loss, x, mods = _checkpointed_mlp(calls)
+    assert len(calls) == 3
+    snap = snapshot(loss)
+    pic = draw(loss)
+    assert len(calls) == 3                   # was 3 + 9: one forward per saved tensor read
+    assert len(snap.recomputed_in_backward) == 6     # each layer's AddmmBackward0 and ReluBackward0
+    assert "saved tensors: 0 held (0 B)" in pic.text
+    assert pic.text.count("recomputed in backward (checkpoint), not held") == 9   # mat1, mat2, result x 3
+    assert "recomputed in backward" in pic.svg
+    loss.backward()                          # still works: only backward's own 3 recomputations
+    assert len(calls) == 6
+
+
+@pytest.mark.parametrize("tool", ["step_through", "watch"])
+def test_a_checkpointed_backward_still_works_under_the_tools(tool):
+    from helpers.graph import watch
+    from helpers.stepper import step_through
+
+    alone_calls = []
+    loss, x, mods = _checkpointed_mlp(alone_calls)
+    loss.backward()
+    expected = _grads(x, mods)
+    calls = []
+    loss, x, mods = _checkpointed_mlp(calls)
+    if tool == "step_through":               # raised CheckpointError "already unpacked once"
+        st = step_through(lambda: loss.backward(), loss)
+        assert st.raised is None and len(st.steps) == 17
+    else:
+        with watch(loss) as w:
+            loss.backward()
+        assert w.raised is None and "freed nothing" in w.picture.text   # nothing was held
+    assert len(calls) == len(alone_calls) == 6     # the forward, then backward's recomputation
+    assert all(torch.equal(a, b) for a, b in zip(_grads(x, mods), expected))
