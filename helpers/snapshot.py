@@ -63,6 +63,8 @@ class Saved:
     # one buffer (a ReLU's result that the next layer also saved). Internal only (an address):
     # never printed, not compared.
     storage: tuple | None = dataclasses.field(default=None, compare=False, repr=False)
+    # whose memory it is (SavedKind), None when not known (not read: freed before any walk saw it)
+    kind: str | None = None
 
     def __post_init__(self):
         object.__setattr__(self, "state", SavedState(self.state))   # 'held' -> SavedState.HELD; a typo raises
@@ -86,6 +88,61 @@ class Saved:
             return f"{self.slot}: size unknown{stale}"
         alias = f" ({self.alias_note()})" if self.alias else ""
         return f"{self.slot}{alias}: {fmt_shape(self.shape)} {self.dtype} {fmt_bytes(self.nbytes)}{stale}"
+
+
+class SavedKind(StrEnum):
+    """Whose memory a saved tensor is: what decides whether backward can return it."""
+
+    ACTIVATION = "activation"  # made by the graph (an op's input or output): backward frees it
+    LEAF = "leaf"              # a leaf that requires grad (a parameter), or a view of one: saved by
+                               # reference, it outlives backward (the leaf holds it)
+    INPUT = "input"            # made outside the graph, no grad (data, an index, a constant): saved
+                               # by reference, it outlives backward while anything else holds it
+
+
+BY_REFERENCE = frozenset({SavedKind.LEAF, SavedKind.INPUT})
+
+
+def fmt_total(nbytes: int, unknown: int) -> str:
+    """A sum of sizes, honest about sizes never recorded: '12 B', 'at least 12 B (2 sizes
+    unknown)', or '2 sizes unknown' when none is known. Never '0 B' for unknown sizes."""
+    if not unknown:
+        return fmt_bytes(nbytes)
+    what = "size unknown" if unknown == 1 else f"{unknown} sizes unknown"
+    return f"at least {fmt_bytes(nbytes)} ({what})" if nbytes else what
+
+
+@dataclass(frozen=True)
+class MemoryTotals:
+    """What the saved tensors of a snapshot (or of some of its ops) hold, a buffer several
+    slots hold counted once: held bytes split by SavedKind, freed bytes, and how many sizes
+    are unknown on each side (never counted as 0 B)."""
+
+    held: dict                 # {SavedKind value: bytes}
+    held_unknown: int          # held slots whose size was not recorded
+    freed: int
+    freed_unknown: int         # freed slots whose size no earlier walk recorded
+
+    @property
+    def activations(self) -> int:
+        return self.held.get(SavedKind.ACTIVATION, 0)
+
+    @property
+    def by_reference(self) -> int:
+        """Held bytes of leaves (parameters) and inputs saved by reference: backward does not return them."""
+        return sum(self.held.get(k, 0) for k in BY_REFERENCE)
+
+    def words(self) -> str:
+        """'held 296.0 KiB: 8.0 KiB activations (backward frees them), 288.0 KiB parameters
+        and inputs saved by reference (they outlive backward)'."""
+        total = sum(self.held.values())
+        parts = [f"{fmt_bytes(self.activations)} activations (backward frees them)"]
+        if self.by_reference:
+            parts.append(f"{fmt_bytes(self.by_reference)} parameters and inputs saved by reference "
+                         "(they outlive backward)")
+        if self.held.get("unknown"):
+            parts.append(f"{fmt_bytes(self.held['unknown'])} of unknown origin")
+        return f"held {fmt_total(total, self.held_unknown)}: " + ", ".join(parts)
 
 
 @dataclass
@@ -261,6 +318,30 @@ class Snapshot:
             sizes = [s.nbytes or 0 for _, s in slots]
             out[state.value] -= sum(sizes) - max(sizes)
         return out
+
+    def memory(self, ops=None) -> MemoryTotals:
+        """Held bytes by SavedKind, freed bytes, unknown sizes counted apart (ops: these op ids
+        only); a buffer several slots hold counts once, at the largest size a slot shows of it
+        (as unique_bytes_by_state), under that slot's kind."""
+        biggest: dict = {}       # (state, buffer) -> the slot with the largest size
+        held_unknown = freed_unknown = 0
+        for i, (_, s) in enumerate(self.saved_tensors(ops)):
+            if s.state not in (SavedState.HELD, SavedState.FREED):
+                continue
+            if s.nbytes is None:
+                held_unknown += s.state is SavedState.HELD
+                freed_unknown += s.state is SavedState.FREED
+                continue
+            key = (s.state, s.storage if s.storage is not None else ("slot", i))
+            if key not in biggest or s.nbytes > biggest[key].nbytes:
+                biggest[key] = s
+        held: dict = {}
+        for s in biggest.values():
+            if s.state is SavedState.HELD:
+                kind = s.kind or "unknown"
+                held[kind] = held.get(kind, 0) + s.nbytes
+        freed = sum(s.nbytes for s in biggest.values() if s.state is SavedState.FREED)
+        return MemoryTotals(held, held_unknown, freed, freed_unknown)
 
     def count_by_state(self) -> dict[str, int]:
         """{"held": n, "freed": n}, plus "unreadable" only when present (plain str keys)."""

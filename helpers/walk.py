@@ -24,6 +24,7 @@ from .snapshot import (
     Op,
     Role,
     Saved,
+    SavedKind,
     SavedState,
     Snapshot,
     TensorBox,
@@ -129,9 +130,22 @@ def _tensor_saved(slot, t, storages, node="") -> Saved:
         alias, view = (same[0], False) if same else (named[0][0], True)
     # a tensor on device 'meta' has a shape and no data: it holds no memory
     nbytes = 0 if t.is_meta else t.numel() * t.element_size()
+    kind = _saved_kind(slot, t)
     return Saved(slot=slot, is_tensor=True, state=SavedState.HELD, shape=tuple(t.shape),
                  dtype=dtype_name(t.dtype), nbytes=nbytes,
-                 alias=alias, alias_view=view, storage=_storage_key(t))
+                 alias=alias, alias_view=view, storage=_storage_key(t), kind=kind)
+
+
+def _saved_kind(slot: str, t: torch.Tensor) -> SavedKind:
+    """Whose memory a saved tensor is: a leaf that requires grad (a parameter) or a view of one;
+    made by the graph (it has a grad_fn, or it is an op's own output: 'result', 'result1', ...,
+    such as max_pool's indices); else an input made outside the graph (data, a constant)."""
+    base = t._base if t._base is not None else t
+    if base.is_leaf and base.requires_grad:
+        return SavedKind.LEAF
+    if t.grad_fn is not None or base.grad_fn is not None or slot.startswith("result"):
+        return SavedKind.ACTIVATION
+    return SavedKind.INPUT
 
 
 def _storage_key(t):
@@ -258,12 +272,13 @@ def _read_saved(fn, storages) -> list[Saved]:
 
 def _fmt_value(v) -> str:
     if type(v) is int:  # the common case (sizes, strides, dims): skip the checks below
-        return str(v)
+        # torch hands a negative int64 (dim=-1, padding_idx=-1) over as its unsigned bits
+        return str(v - (1 << 64) if v >= 1 << 63 else v)
     if isinstance(v, float):
         return fmt_number(v)
     if isinstance(v, (tuple, list)):
         if all(type(x) is int for x in v):
-            inner = ", ".join(map(str, v))
+            inner = ", ".join(map(_fmt_value, v))
         else:
             inner = ", ".join(_fmt_value(x) for x in v)
         return "(" + inner + ("," if len(v) == 1 else "") + ")"

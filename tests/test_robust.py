@@ -150,3 +150,69 @@ def test_a_checkpointed_backward_still_works_under_the_tools(tool):
         assert w.raised is None and "freed nothing" in w.picture.text   # nothing was held
     assert len(calls) == len(alone_calls) == 6     # the forward, then backward's recomputation
     assert all(torch.equal(a, b) for a, b in zip(_grads(x, mods), expected))
+
+
+# ---------------------------------------------------------------- memory: what backward frees
+class _Block(nn.Module):
+    """A ResNet basic block (conv-BN-ReLU-conv-BN, plus the input)."""
+
+    def __init__(self, c):
+        super().__init__()
+        self.c1, self.b1 = nn.Conv2d(c, c, 3, padding=1, bias=False), nn.BatchNorm2d(c)
+        self.c2, self.b2 = nn.Conv2d(c, c, 3, padding=1, bias=False), nn.BatchNorm2d(c)
+
+    def forward(self, x):
+        return torch.relu(x + self.b2(self.c2(torch.relu(self.b1(self.c1(x))))))
+
+
+def small_resnet():
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Conv2d(3, 16, 3, padding=1, bias=False), nn.BatchNorm2d(16), nn.ReLU(),
+                         _Block(16), _Block(16), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(16, 10))
+
+
+def test_memory_totals_separate_activations_from_parameters_and_inputs_saved_by_reference():
+    from helpers.modules import record_modules
+
+    model, x = small_resnet(), torch.randn(2, 3, 8, 8)
+    with record_modules(model):
+        loss = model(x).sum()           # SumBackward0 saves no tensor: all memory is the model's
+    snap = snapshot(loss, max_nodes=20_000)
+    m = snap.memory()
+    # by reference: every conv weight and BN weight, the Linear weight (through its .T view), x,
+    # and BN's running mean and var (buffers, saved as inputs); biases are not saved
+    convs = [mod for mod in model.modules() if isinstance(mod, nn.Conv2d)]
+    bns = [mod for mod in model.modules() if isinstance(mod, nn.BatchNorm2d)]
+    expected = (sum(4 * mod.weight.numel() for mod in convs + bns) + 4 * model[-1].weight.numel() + 4 * x.numel()
+                + sum(4 * (bn.running_mean.numel() + bn.running_var.numel()) for bn in bns))
+    assert m.by_reference == expected
+    assert m.activations > 0 and m.held_unknown == 0
+    pic = draw(loss, modules=model)
+    total = m.activations + m.by_reference
+    # the model's line: held total, then what backward frees (was: one total, weights included)
+    from helpers.snapshot import fmt_bytes
+    assert f"held ({fmt_bytes(m.activations)} activations)" in pic.text
+    assert fmt_bytes(total) in pic.text.splitlines()[1]
+    flat = draw(loss, max_nodes=20_000).text
+    assert (f"memory held {fmt_bytes(total)}: {fmt_bytes(m.activations)} activations (backward frees them), "
+            f"{fmt_bytes(m.by_reference)} parameters and inputs saved by reference") in flat
+    loss.backward()
+    after = snapshot(loss, max_nodes=20_000).memory()
+    assert after.held == {} and after.freed > 0      # sizes known: recorded by the walk before
+
+
+def test_an_unknown_size_is_never_summed_as_zero_bytes():
+    x = torch.randn(3, requires_grad=True)
+    y = (x * x.exp()).sum()
+    y.backward()                             # freed before any walk saw the saved tensors
+    text = draw(y).text
+    assert "3 freed (3 sizes unknown)" in text and "freed (0 B)" not in text
+    z = (x * x.exp()).sum()
+    snapshot(z)                              # seen held: the sizes are recorded
+    z.backward()
+    assert "3 freed (36 B)" in draw(z).text
+
+
+def test_negative_ints_a_node_saved_print_as_negative():
+    x = torch.randn(2, 3, 4, requires_grad=True)
+    assert "value dim = (-1, -2)" in draw(x.mean(dim=(-1, -2)).sum()).text
