@@ -65,6 +65,11 @@ class Saved:
     storage: tuple | None = dataclasses.field(default=None, compare=False, repr=False)
     # whose memory it is (SavedKind), None when not known (not read: freed before any walk saw it)
     kind: str | None = None
+    # FREED only: who still holds the buffer the graph let go of. None: unknown (no walk saw it
+    # held); (): nobody, only the graph held it, so its memory was returned; else words such as
+    # "leaf x", "node MulBackward0", "variable a" (filled by helpers.walk when an earlier walk of
+    # the same graph saw it held: watch, compare with a before snapshot, the stepper)
+    held_by: tuple[str, ...] | None = None
 
     def __post_init__(self):
         object.__setattr__(self, "state", SavedState(self.state))   # 'held' -> SavedState.HELD; a typo raises

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import weakref
 from collections import Counter, deque
 from collections.abc import Mapping
 
@@ -215,14 +216,34 @@ def _packed_saved(slot, packed, storages, node) -> Saved:
 
 
 _META_KEY = "backward_twice.saved"
+_HOLDERS_KEY = "backward_twice.holders"
 
 
-def _read_saved(fn, storages) -> list[Saved]:
+def _still_holding(record, ops_by_key) -> tuple[str, ...]:
+    """Saved.held_by from a record of _Walk.record_holders: () when the buffer is gone."""
+    storage_ref, cands = record
+    if storage_ref() is None:
+        return ()
+    words = []
+    for word, ref, node_slot in cands:
+        if ref is not None:
+            alive = ref() is not None
+        else:
+            other = ops_by_key.get(node_slot[0])
+            alive = other is not None and any(s.slot == node_slot[1] and s.state is SavedState.HELD
+                                              for s in other.saved)
+        if alive and word not in words:
+            words.append(word)
+    return tuple(words) or ("something not drawn here",)
+
+
+def _read_saved(fn, storages, seen: dict | None = None) -> list[Saved]:
     """Everything `fn` saved, each marked held or freed.
 
     Sizes of a tensor seen held in an earlier walk are kept in the node's own
     `metadata` dict, so a picture drawn after backward still says how big the
     freed buffer was (and the record dies with the node).
+    seen: a dict to fill with {(fn, slot): tensor} for the tensors read held (_Walk.record_holders).
     """
     try:
         known = fn.metadata.setdefault(_META_KEY, {})
@@ -257,12 +278,16 @@ def _read_saved(fn, storages) -> list[Saved]:
         if isinstance(value, torch.Tensor):
             out.append(_tensor_saved(slot, value, storages, f"{fn.name()} "))
             known[slot] = out[-1]
+            if seen is not None:
+                seen[(fn, slot)] = value
         elif isinstance(value, (tuple, list)) and value and all(
                 isinstance(v, torch.Tensor) or v is None for v in value):
             for i, v in enumerate(value):
                 if v is not None:
                     out.append(_tensor_saved(f"{slot}[{i}]", v, storages, f"{fn.name()} "))
                     known[out[-1].slot] = out[-1]
+                    if seen is not None:
+                        seen[(fn, out[-1].slot)] = v
         elif value is None or (attr == "saved_tensors" and not value):
             continue  # optional input that was not needed, or a Function that saved nothing
         else:
@@ -393,6 +418,7 @@ def snapshot_with_ids(*roots, names=None, max_nodes=300, focus=None) -> tuple[Sn
         walk.add_focus(roots, items, focus_names)
     walk.breadth_first()
     walk.attach_named_tensors()
+    walk.record_holders()
     walk.count_hidden()
     walk.summarise_above()
     return walk.snap, walk.node_id
@@ -506,6 +532,9 @@ class _Walk:
         self.node_id: dict[Node, str] = {}   # grad_fn -> id; holds refs only during the walk
         self.leaf_box: dict[int, str] = {}       # id(leaf tensor) -> id of its box: one box per leaf
         self.keep: list[object] = []   # keeps walked objects alive so identities stay unique
+        self.names = names
+        self.held_now: dict[tuple[Node, str], torch.Tensor] = {}   # (node, slot) -> saved tensor read held
+        self.leaf_tensor: dict[str, torch.Tensor] = {}   # leaf box id -> its tensor
         self.queue: deque[tuple[Node, str]] = deque()   # (grad_fn, id) of ops whose inputs are not walked yet
         self.hidden: list[Node] = []   # nodes met beyond the cap
         self.hidden_leaves: list[torch.Tensor] = []   # leaves passed as roots, beyond the cap
@@ -523,6 +552,7 @@ class _Walk:
         name = self.leaf_name.get(id(leaf), f"leaf {len(self.leaf_box) + 1}")
         self.snap.tensors[nid] = _tensor_box(nid, name, Role.LEAF, leaf)
         self.leaf_box[id(leaf)] = nid
+        self.leaf_tensor[nid] = leaf
         self.keep.append(leaf)
         return nid
 
@@ -546,7 +576,7 @@ class _Walk:
             nid = self._new_leaf(leaf)
         else:
             nid = f"op{len(self.snap.ops) + 1}"
-            self.snap.ops[nid] = Op(id=nid, name=fn.name(), saved=_read_saved(fn, self.storages))
+            self.snap.ops[nid] = Op(id=nid, name=fn.name(), saved=_read_saved(fn, self.storages, self.held_now))
             if any(s.state is SavedState.RECOMPUTED for s in self.snap.ops[nid].saved):
                 self.snap.recomputed_in_backward.append(nid)
             self.queue.append((fn, nid))
@@ -665,6 +695,51 @@ class _Walk:
                 snap.tensors[tid] = _tensor_box(tid, n, role, t, made_by=op_id)
                 snap.ops[op_id].produces.append(n)
                 snap.edges.append((op_id, tid))
+
+    def record_holders(self) -> None:
+        """Phase 3b: who else holds each saved buffer (issue 20 §2).
+
+        For a tensor read held now: the leaves, named variables and other drawn nodes that
+        share its storage, kept in its node's metadata with a weak reference to the storage.
+        For a slot read FREED whose node an earlier walk saw held: `Saved.held_by`, those of
+        the holders still holding it (a leaf or variable still alive, a node whose slot is
+        still held), () when the storage itself is gone (only the graph held it: memory was
+        returned). A slot no earlier walk saw held keeps held_by None: unknown, never guessed."""
+        storage_of = _storage_key
+        leaves: dict = {}
+        for nid, leaf in self.leaf_tensor.items():
+            leaves.setdefault(storage_of(leaf), []).append((self.snap.tensors[nid].name, leaf))
+        named: dict = {}
+        for name, t in self.names.items():
+            if not (t.is_leaf and t.requires_grad):   # a leaf is said as a leaf
+                named.setdefault(storage_of(t), []).append((name, t))
+        by_storage: dict = {}
+        for (fn, slot), t in self.held_now.items():
+            by_storage.setdefault(storage_of(t), []).append((fn, slot, t))
+        for key, slots in by_storage.items():
+            if key is None:
+                continue
+            for fn, slot, t in slots:
+                cands = [(f"leaf {n}", weakref.ref(v), None) for n, v in leaves.get(key, ())]
+                cands += [(f"variable {n}", weakref.ref(v), None) for n, v in named.get(key, ())]
+                cands += [(f"node {other.name()}", None, (node_key(other), s2))
+                          for other, s2, _ in slots if other is not fn]
+                try:
+                    fn.metadata.setdefault(_HOLDERS_KEY, {})[slot] = (weakref.ref(t.untyped_storage()), cands)
+                except (AttributeError, RuntimeError, TypeError):
+                    continue
+        self.held_now = {}
+        ops_by_key = {k: self.snap.ops[i] for i, k in self.snap.node_keys.items() if i in self.snap.ops}
+        for fn, nid in self.node_id.items():
+            op = self.snap.ops.get(nid)
+            if op is None or not any(s.state is SavedState.FREED for s in op.saved):
+                continue
+            try:
+                records = fn.metadata.get(_HOLDERS_KEY, {})
+            except (AttributeError, RuntimeError):
+                continue
+            op.saved = [dataclasses.replace(s, held_by=_still_holding(records[s.slot], ops_by_key))
+                        if s.state is SavedState.FREED and s.slot in records else s for s in op.saved]
 
     def count_hidden(self) -> None:
         """Phase 4: the nodes beyond the cap, counted by type (iteratively, up to COUNT_LIMIT)."""

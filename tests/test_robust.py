@@ -216,3 +216,74 @@ def test_an_unknown_size_is_never_summed_as_zero_bytes():
 def test_negative_ints_a_node_saved_print_as_negative():
     x = torch.randn(2, 3, 4, requires_grad=True)
     assert "value dim = (-1, -2)" in draw(x.mean(dim=(-1, -2)).sum()).text
+
+
+# ---------------------------------------------------------------- who still holds a freed buffer
+def _freed(snap):
+    return {f"{op.name}.{s.slot}": s.held_by for op, s in snap.saved_tensors() if s.state == "freed"}
+
+
+def test_held_by_notebook_00_a_freed_slot_whose_leaf_is_still_alive():
+    from helpers.graph import watch
+
+    a = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)      # 00 [12]
+    b = a * a
+    loss = b.sum()
+    with watch(loss, names={"a": a, "b": b, "loss": loss}) as w:
+        loss.backward()
+    # "freed 2 saved tensors, 12 B", yet `a` is alive: the graph let go, the memory stayed
+    assert _freed(w.after) == {"MulBackward0.other": ("leaf a",), "MulBackward0.self": ("leaf a",)}
+    assert all(s.held_by is None for _, s in w.before.saved_tensors())   # held: the field is for freed
+
+
+def test_held_by_is_empty_when_only_the_graph_held_it_and_unknown_without_a_walk_before():
+    x = torch.randn(3, requires_grad=True)
+    y = x.exp().sin().sum()
+    snapshot(y)                               # seen held before backward
+    y.backward()
+    assert _freed(snapshot(y)) == {"SinBackward0.self": (), "ExpBackward0.result": ()}   # memory returned
+    z = x.exp().sin().sum()
+    z.backward()                              # drawn only after backward: never guessed
+    assert _freed(snapshot(z)) == {"SinBackward0.self": None, "ExpBackward0.result": None}
+
+
+def test_held_by_notebook_02_feats_freed_under_relu_yet_held_by_the_car_head():
+    import torch.nn.functional as F
+
+    from helpers.graph import watch
+    from helpers.multitask import CatCarNet, make_images
+
+    x, y = make_images(16, seed=0)
+    torch.manual_seed(0)
+    mini = CatCarNet(channels=2, convs=1, fcs=1)
+    xs, ys = x[:4], y[:4]
+    feats = mini.trunk(xs)                    # 02 [43]
+    loss_cat = F.binary_cross_entropy_with_logits(mini.cat(feats).squeeze(1), ys[:, 0])
+    loss_car = F.binary_cross_entropy_with_logits(mini.car(feats).squeeze(1), ys[:, 1])
+    names = dict(mini.named_parameters()) | {"feats": feats, "loss_cat": loss_cat, "loss_car": loss_car}
+    with watch(loss_cat, loss_car, names=names) as w:
+        loss_cat.backward()
+    freed = _freed(w.after)
+    # the car head's Linear (not run by loss_cat's backward) still saves feats as its mat1
+    assert freed["ReluBackward0.result"] == ("variable feats", "node AddmmBackward0")
+    assert freed["ConvolutionBackward0.weight"] == ("leaf trunk.0.weight",)
+    assert freed["ConvolutionBackward0.input"] == ("something not drawn here",)   # x, held by the caller
+    car = [s for op, s in w.after.saved_tensors() if s.alias == "feats" and s.state == "held"]
+    assert len(car) == 1 and car[0].held_by is None
+    del x, xs
+    loss_car.backward(inputs=list(mini.car.parameters()))   # the car head lets go too (the trunk is freed)
+    assert _freed(snapshot(loss_cat, loss_car, names=names))["ReluBackward0.result"] == ("variable feats",)
+    del names["feats"], feats                 # and once the variable is gone, so is the memory
+    assert _freed(snapshot(loss_cat, loss_car, names=names))["ReluBackward0.result"] == ()
+
+
+def test_held_by_in_the_stepper_frames():
+    from helpers.stepper import step_through
+
+    a = torch.tensor([1.0, 2.0], requires_grad=True)
+    h = a.exp()
+    out = (h * 3).sum()
+    st = step_through(lambda: out.backward(), out, names={"a": a, "h": h, "out": out})
+    last = st.frames[-1].snapshot
+    # exp's result is h, still a variable; the 3 that MulBackward0 saved had only the graph
+    assert _freed(last) == {"ExpBackward0.result": ("variable h",), "MulBackward0.other": ()}
