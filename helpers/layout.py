@@ -93,11 +93,11 @@ def note(source: str, cost: Cost | None = None) -> str | None:
     if cost.total <= IN_PROCESS_COST:
         return None
     if cost.total <= REFUSE_COST:
-        return (f"PICTURE SIMPLIFIED: {cost.nodes:,} boxes and {cost.edges:,} arrows crossing {cost.bends:,} "
-                f"ranks (layout cost {cost.total:,} > {IN_PROCESS_COST:,}): arrows drawn straight, with "
+        return (f"PICTURE SIMPLIFIED: {cost.nodes:,} boxes and {cost.edges:,} arrows skipping {cost.bends:,} "
+                f"ranks in all (layout cost {cost.total:,} > {IN_PROCESS_COST:,}): arrows drawn straight, with "
                 "fewer passes against crossings, so Graphviz lays it out in seconds, not minutes.")
-    return (f"PICTURE NOT DRAWN: {cost.nodes:,} boxes and {cost.edges:,} arrows crossing "
-            f"{cost.bends:,} ranks (layout cost {cost.total:,} > {REFUSE_COST:,}) would take Graphviz "
+    return (f"PICTURE NOT DRAWN: {cost.nodes:,} boxes and {cost.edges:,} arrows skipping "
+            f"{cost.bends:,} ranks in all (layout cost {cost.total:,} > {REFUSE_COST:,}) would take Graphviz "
             f"more than {TIMEOUT_S:g} s to lay out, and would not read at notebook width. "
             "Draw less: focus=<a tensor near the part you want>, or a smaller max_nodes=.")
 
