@@ -15,13 +15,13 @@ from __future__ import annotations
 import contextlib
 import re
 
-from . import render
-from .snapshot import GraphInputError, Role, SavedState, Snapshot, fmt_bytes, fmt_shape
+from . import layout, render
+from .snapshot import GraphInputError, Role, SavedState, Snapshot, fmt_bytes, fmt_shape, fmt_total
 from .trace import BackwardTrace
 from .walk import node_key, snapshot, snapshot_with_ids
 
 STATE_WORDS = {SavedState.HELD: "held", SavedState.FREED: "FREED", SavedState.VALUE: "value",
-               SavedState.UNREADABLE: "UNREADABLE"}
+               SavedState.UNREADABLE: "UNREADABLE", SavedState.RECOMPUTED: "recomputed"}
 
 
 def describe(snap: Snapshot) -> str:
@@ -49,8 +49,11 @@ def describe(snap: Snapshot) -> str:
     n = snap.count_by_state()
     b = snap.bytes_by_state()
     other = f", {n['unreadable']} unreadable" if "unreadable" in n else ""
-    lines.append(f"saved tensors: {n['held']} held ({fmt_bytes(b['held'])}), "
-                 f"{n['freed']} freed ({fmt_bytes(b['freed'])}){other}")
+    m = snap.memory()    # unknown sizes are counted apart, never as 0 B
+    lines.append(f"saved tensors: {n['held']} held ({fmt_total(b['held'], m.held_unknown)}), "
+                 f"{n['freed']} freed ({fmt_total(b['freed'], m.freed_unknown)}){other}")
+    if m.by_reference:
+        lines.append(f"memory {m.words()}")
     shared = snap.shared_buffers()
     if shared:
         u = snap.unique_bytes_by_state()
@@ -105,7 +108,7 @@ class Picture:
 
     def __init__(self, dot_source: str, text: str, alternative: tuple[str, ...] | None = None):
         self.dot = dot_source
-        self.text = text
+        self.text = text if layout.note(dot_source) is None else f"{text}\n{layout.note(dot_source)}"
         self.alternative = alternative
         self.stacked = False
         self._svg = None

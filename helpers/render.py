@@ -7,18 +7,16 @@ DOT source, so the picture means the same thing either way.
 from __future__ import annotations
 
 import base64
-import contextlib
 import html
 import math
-import os
 import re
-import shutil
-import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 import graphviz
 
+from . import layout
+from .layout import engine  # noqa: F401  (render.engine(): which Graphviz lays out)
 from .snapshot import NAMED_TENSOR_ROLES, Role, Saved, SavedState, Snapshot, fmt_bytes, fmt_shape
 
 # Colours: one meaning each, explained in the legend.
@@ -34,7 +32,6 @@ RAN = "#6a3d9a"
 CHANGED = "#0b62a4"
 CLUSTER = "#7a8a9a"
 
-DOT_TIMEOUT_S = 60
 GRAD_VALUES_SHOWN = 4     # a box shows at most this many numbers of a .grad (the text form: all)
 FAR_RANKS = 2             # a shared leaf's use more than this many ranks below its first use
                           # is drawn as a reference box, not as a long edge
@@ -108,6 +105,9 @@ def _op_label(op, highlight=False, ran=None, shared=frozenset(), fill=None) -> s
             rows.append(f'<TR><TD ALIGN="LEFT"><FONT COLOR="{MODIFIED}" POINT-SIZE="10">'
                         f'saved {esc(s.slot)}{esc(alias)}{esc(size)}<BR ALIGN="LEFT"/>'
                         f'<B>MODIFIED IN PLACE since saved ({esc(s.modified)})</B></FONT></TD></TR>')
+        elif s.state is SavedState.RECOMPUTED:  # a checkpoint re-runs the forward for it in backward
+            rows.append(f'<TR><TD ALIGN="LEFT"><FONT COLOR="{VALUE}" POINT-SIZE="10">'
+                        f'saved {esc(s.slot)}: <B>recomputed in backward</B> (checkpoint), not held</FONT></TD></TR>')
         elif s.state is SavedState.UNREADABLE:  # reading it raised something we do not know
             rows.append(f'<TR><TD ALIGN="LEFT"><FONT COLOR="{VALUE}" POINT-SIZE="10">'
                         f'saved {esc(s.slot)}: <B>unreadable</B> ({esc(s.value)})</FONT></TD></TR>')
@@ -666,34 +666,6 @@ def stack_svgs(svgs: list[str], gap_pt: float = 12.0) -> str:
 
 
 # --------------------------------------------------------------------------------
-@contextlib.contextmanager
-def quiet_fd2():
-    """Silence C-level writes to fd 2 (the bundled fontconfig warns there)."""
-    try:
-        saved = os.dup(2)
-    except OSError:
-        yield
-        return
-    try:
-        with open(os.devnull, "wb") as null:
-            os.dup2(null.fileno(), 2)
-            yield
-    finally:
-        os.dup2(saved, 2)
-        os.close(saved)
-
-
-def engine() -> str:
-    """'dot' if a Graphviz `dot` is on PATH, else 'pygraphviz' (bundled engine).
-
-    BACKWARD_TWICE_ENGINE=dot|pygraphviz forces one (used by the tests).
-    """
-    forced = os.environ.get("BACKWARD_TWICE_ENGINE")
-    if forced:
-        return forced
-    return "dot" if shutil.which("dot") else "pygraphviz"
-
-
 def svg_img(svg: str, alt: str, style: str = "") -> str:
     """An SVG as an <img> with a data: URI. JupyterLab renders raw SVG only in trusted notebooks
     and its sanitizer drops inline <svg>, but keeps images; nbconvert passes them through too.
@@ -708,18 +680,6 @@ def svg_from_dot(source: str) -> str:
 
 
 def laid_out(source: str, fmt: str = "svg") -> str:
-    """`source` laid out by dot, written in `fmt` ('svg', 'plain', 'json'), by render.engine()."""
-    if engine() == "dot":
-        dot = shutil.which("dot")
-        if dot is None:
-            raise RuntimeError("BACKWARD_TWICE_ENGINE=dot but no `dot` program is on PATH")
-        done = subprocess.run([dot, f"-T{fmt}"], input=source.encode(), capture_output=True,
-                              timeout=DOT_TIMEOUT_S)
-        if done.returncode != 0:
-            raise RuntimeError("dot failed: " + done.stderr.decode(errors="replace")[-500:])
-        return done.stdout.decode()
-    with quiet_fd2():
-        import pygraphviz
-
-        out = pygraphviz.AGraph(string=source).draw(format=fmt, prog="dot")
-    return out.decode() if isinstance(out, bytes) else out
+    """`source` laid out by dot, written in `fmt` ('svg', 'plain', 'json'), by render.engine(),
+    under a time limit (helpers.layout: the one place a picture is laid out)."""
+    return layout.laid_out(source, fmt)
