@@ -6,7 +6,7 @@ Each REPORT is what `pip install --dry-run --ignore-installed --only-binary=:all
 --python-version X.Y --target DIR --report REPORT.json -r <requirements.txt without -e .>` wrote
 for one Linux x86_64 Python (pip evaluates environment markers for the machine it runs on, so a
 report made here is right for Linux only). For each report this prints the Linux total, and, for
-the same Python version, macOS arm64 and Windows amd64 totals: the same versions, walked again
+the same Python version, the macOS arm64 and Windows amd64 totals: the same versions, walked again
 from the requirements with the markers of that platform (torch's CUDA wheels drop out; `appnope`
 or `pywinpty` come in), each file's size read from PyPI's JSON API. Sizes are of the wheels
 downloaded, not of the installed environment. docs/install.md shows the table.
@@ -142,8 +142,6 @@ def main(reports) -> int:
                         ["releases"].get(i["metadata"]["version"], []) if f["filename"] in pip_files)
         print(f"pip's report py{py}: {len(pip_files)} wheels, {pip_total / 1e6:.0f} MB", flush=True)
         for platform in ("linux", "macos", "windows"):
-            if platform != "linux" and rows and any(r[0] == platform for r in rows):
-                continue        # the other platforms once, for the first Python version given
             found = walk(top, pinned, platform, py)
             if platform == "linux" and {f for _, f, _ in found.values()} != pip_files:
                 print("  differs from pip's report: walk only", sorted({f for _, f, _ in found.values()} - pip_files),

@@ -59,8 +59,8 @@ def submit(course: pathlib.Path) -> int:
                     continue
                 given = answers[name] if (who == "right" or name in right_in_half) else \
                     repr(wrong(student.constant(answers[name])))
-                cell.source = re.sub(rf"^(\s*){var}\s*=\s*\.\.\.", lambda m: f"{m.group(1)}{var} = {given}",
-                                     cell.source, count=1, flags=re.M)
+                line = re.search(rf"^\s*{var}\s*=\s*\.\.\.", cell.source, flags=re.M)
+                cell.source = cell.source[:line.start()] + f"{var} = {given}" + cell.source[line.end():]
             nbformat.write(nb, out / path.name)
     (course / "expected.json").write_text(json.dumps(expected))
     print(f"nbgrader_grade: 3 submissions of {len(order)} exercises written; expected points {expected}")
