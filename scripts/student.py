@@ -9,8 +9,8 @@ For each notebook (read at run time through scripts/skeleton.py):
 - each exercise check cell (`check("N.M", ...)`) is replaced by one that compares the learner's
   answer with a `Sealed` digest of the right answer (helpers/exercise.py), made here from the
   solution cell's literal (which the course notebook checks against the real run): the student's
-  kernel never computes nor holds the right answer, and no picture of it is drawn; the hint and a
-  literal `explain=` are kept; its output is cleared;
+  kernel never computes nor holds the right answer, and no picture of it is drawn; the hint is
+  kept, an `explain=` is not; the cell is folded and its output cleared;
 - every other output is kept, unless --clear-all.
 Cells carry nbgrader's metadata (schema 3) where it fits: the answer cells `answer_N_M = ...`
 are its "autograded answer" cells, the check cells its read-only graded cells (`locked`, 1 point),
@@ -89,13 +89,13 @@ def constant(source: str):
 
 def sealed_check_source(cell, answers) -> str:
     """The student edition's check cell: the learner's answer against a Sealed digest, with the
-    course cell's hint (and its explain= when it is a literal); no experiment, no picture."""
+    course cell's hint; no experiment, no picture, no explanation (it would tell the answer)."""
     call = next(n for n in ast.walk(ast.parse(cell.source)) if isinstance(n, ast.Call)
                 and getattr(n.func, "id", None) == "check")
     name, var = call.args[0].value, ast.get_source_segment(cell.source, call.args[1])
     sealed = Sealed.of(name, constant(answers[name]))
     keywords = "".join(f",\n      {k.arg}={ast.get_source_segment(cell.source, k.value)}" for k in call.keywords
-                       if k.arg == "hint" or (k.arg == "explain" and isinstance(k.value, ast.Constant)))
+                       if k.arg == "hint")   # not explain=: it would tell the answer to whoever unfolds the cell
     return ("from helpers.exercise import Sealed, check\n"
             f'check("{name}", {var}, {sealed!r}{keywords})')
 
