@@ -9,7 +9,8 @@ other cell untouched; running it twice changes nothing the second time):
    installed) it installs the course's `helpers` with pip, keeping the platform's own torch
    (pyproject.toml asks for torch>=2.13); where `helpers` imports, it does nothing. The source
    is COURSE_PIP, or the environment variable BACKWARD_TWICE_PIP at run time (a local path in
-   the zero-install test, scripts/zero_install_check);
+   the zero-install test, scripts/zero_install_check); the cell is folded (setup plumbing: its
+   output, the versions, stays in sight);
 2. every cell tagged `raises-exception` starts with the line `%raises` (helpers/notebook.py; a
    line magic for ruff, which skips cells with cell magics, made the cell magic `%%raises` by
    an IPython input transformer): the error is raised for real and shown as the cell's error output, and
@@ -136,6 +137,7 @@ def apply(nb) -> list:
         before = (cell.source, repr(cell.metadata.get("jupyter")))
         if i == first:
             cell.source = with_install_block(cell.source)
+            cell.metadata.setdefault("jupyter", {})["source_hidden"] = True   # plumbing: its output says the versions
         if "raises-exception" in skeleton.tags(cell):
             cell.source = with_raises_magic(cell.source)
         if sk.kind[i] == "check":
