@@ -56,7 +56,7 @@ BROWSER_NOT_RUN = "BROWSER TESTS NOT RUN"
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                   "--disable-component-update", "--disable-sync", "--no-first-run"]
 HOW_TO_ENABLE = ("install Chromium (Debian/Ubuntu: `apt-get install chromium`) and the Python "
-                 "requirements (`playwright` is in requirements.txt), or point "
+                 "requirements (`playwright` is in requirements-dev.txt), or point "
                  "BACKWARD_TWICE_CHROMIUM at a Chromium binary")
 
 

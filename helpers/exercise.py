@@ -3,8 +3,13 @@
     answer = ...                       # the learner's prediction, in its own cell
     check("0.1", answer, expected=truth_from_a_real_run, hint="Which inputs does mul need?")
 
-A wrong or missing answer gets a hint that points to the concept, never a traceback.
-`expected` should come from running the real code in the same cell, not be typed in.
+A wrong or missing answer gets a hint that points to the concept, never a traceback; the hint
+shows only after a wrong answer (check cells are folded, so the source does not show it either).
+A wrong set answer says how many items are missing and how many extra. `expected` should come
+from running the real code in the same cell, not be typed in (course edition); the student and
+nbgrader editions compare against a `Sealed` digest of it instead, so the right answer is never
+left in the learner's kernel (scripts/student.py writes them). In the course edition, after
+three different wrong answers, the check offers the answer: `answer("N.M")`.
 
 A check cell run before its answer cell (after a kernel restart, or with the answer cell
 deleted) would stop on `NameError: name 'answer_0_1' is not defined`; importing this
@@ -12,13 +17,102 @@ module in IPython turns that one error into a sentence saying which cell to run.
 """
 from __future__ import annotations
 
+import hashlib
 import math
 import re
 import sys
 
+TRIES_BEFORE_OFFER = 3      # wrong answers before the course edition offers the answer
+
+
+def _label(text: str) -> str:
+    """A string answer as compared: case and whitespace ignored ("x+1" is "X + 1")."""
+    return re.sub(r"\s+", "", text).lower()
+
+
+def _number(value) -> float | None:
+    """A plain number (not a bool), or a 0-dim tensor's value; else None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(value, torch.Tensor) and value.dim() == 0 and not value.dtype == torch.bool:
+        return float(value.item())
+    return None
+
+
+def _numbers(value) -> list | None:
+    """A list/tuple of plain numbers, or a 1-D tensor's values; else None."""
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(value, torch.Tensor) and value.dim() == 1:
+        value = value.tolist()
+    if isinstance(value, (list, tuple)) and all(_number(v) is not None for v in value):
+        return [_number(v) for v in value]
+    return None
+
+
+def canonical(value) -> str:
+    """The text a value is compared (and sealed) by: numbers to 4 significant digits, strings
+    without case or whitespace, lists in order; True is not 1."""
+    if isinstance(value, bool):
+        return f"bool:{value}"
+    n = _number(value)
+    if n is not None:
+        return "num:0" if n == 0 else f"num:{n:.4g}"     # -0.0 is 0
+    ns = _numbers(value)
+    if ns is not None:
+        return "list:" + "|".join(canonical(v) for v in ns)
+    if isinstance(value, str):
+        return "str:" + _label(value)
+    if isinstance(value, (list, tuple)):
+        return "list:" + "|".join(canonical(v) for v in value)
+    return f"other:{_shown(value)}"
+
+
+def digest(name: str, value) -> str:
+    """A short digest of one answer (or one item of a set answer) of exercise `name`."""
+    return hashlib.sha256(f"{name}:{canonical(value)}".encode()).hexdigest()[:12]
+
+
+class Sealed:
+    """A right answer that the learner's kernel never holds: its kind, and a digest of it (of each
+    item, for a set, so that feedback can count missing and extra items). The student and nbgrader
+    editions' check cells compare against one of these instead of computing the answer.
+    A digest hides the answer from a glance, not from someone who hashes every guess."""
+
+    def __init__(self, name: str, kind: str, digests):
+        self.name, self.kind, self.digests = name, kind, tuple(digests)
+
+    @classmethod
+    def of(cls, name: str, value) -> Sealed:
+        if isinstance(value, (set, frozenset)):
+            return cls(name, "a set", sorted({digest(name, v) for v in value}))
+        return cls(name, kind(value), [digest(name, value)])
+
+    def __repr__(self) -> str:          # the source a student notebook's check cell holds
+        return f"Sealed({self.name!r}, {self.kind!r}, {self.digests!r})"
+
+    def item_digests(self, answer) -> set | None:
+        """The digests of a set answer's items (a list or tuple counts as a set), else None."""
+        if self.kind != "a set" or isinstance(answer, (str, bytes)):
+            return None
+        try:
+            return {digest(self.name, v) for v in answer}
+        except TypeError:
+            return None
+
+    def matches(self, answer) -> bool:
+        if self.kind == "a set":
+            return self.item_digests(answer) == set(self.digests)
+        return digest(self.name, answer) == self.digests[0]
+
 
 def same(answer, expected) -> bool:
-    """Lenient equality for predictions: numbers to 0.1%, strings ignoring case, sets unordered."""
+    """Lenient equality for predictions: numbers to 0.1%, strings ignoring case and whitespace,
+    sets unordered (their string items likewise); a `Sealed` answer by its digest."""
+    if isinstance(expected, Sealed):
+        return expected.matches(answer)
     try:
         import torch
 
@@ -32,13 +126,10 @@ def same(answer, expected) -> bool:
     if isinstance(expected, (int, float)) and isinstance(answer, (int, float)):
         return math.isclose(answer, expected, rel_tol=1e-3, abs_tol=1e-6)
     if isinstance(expected, str) and isinstance(answer, str):
-        return answer.strip().lower() == expected.strip().lower()
+        return _label(answer) == _label(expected)
     if isinstance(expected, (set, frozenset)):
-        try:
-            return {a.lower() if isinstance(a, str) else a for a in answer} == {
-                e.lower() if isinstance(e, str) else e for e in expected}
-        except TypeError:
-            return False
+        missing_extra = set_difference(answer, expected)
+        return missing_extra == (0, 0)
     if isinstance(expected, (list, tuple)) and isinstance(answer, (list, tuple)):
         return len(answer) == len(expected) and all(same(a, e) for a, e in zip(answer, expected))
     try:
@@ -47,8 +138,32 @@ def same(answer, expected) -> bool:
         return False
 
 
+def _set_key(value):
+    return _label(value) if isinstance(value, str) else value
+
+
+def set_difference(answer, expected) -> tuple | None:
+    """(how many right items the answer misses, how many of its items are extra), for a set
+    answer (a list or tuple counts as a set); None if the answer is no collection."""
+    if isinstance(expected, Sealed):
+        got = expected.item_digests(answer)
+        want = set(expected.digests)
+    else:
+        if isinstance(answer, (str, bytes)) or not isinstance(answer, (set, frozenset, list, tuple)):
+            return None
+        try:
+            got, want = {_set_key(a) for a in answer}, {_set_key(e) for e in expected}
+        except TypeError:
+            return None
+    if got is None:
+        return None
+    return len(want - got), len(got - want)
+
+
 def kind(value) -> str:
     """What sort of answer `value` is, in a learner's words (never the answer itself)."""
+    if isinstance(value, Sealed):
+        return value.kind
     try:
         import torch
 
@@ -81,8 +196,12 @@ def _shown(answer) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
+def _items(n: int) -> str:
+    return f"{n} item" if n == 1 else f"{n} items"
+
+
 def verdict(name: str, answer, expected, hint: str, explain: str = "") -> str:
-    """The feedback line for `answer` (what `check` prints)."""
+    """The feedback line for `answer` (what `check` prints). The hint shows only after a wrong answer."""
     if answer is ...:
         return f"Exercise {name}: no answer yet. Replace ... with your prediction and run the cell again."
     if same(answer, expected):
@@ -91,20 +210,51 @@ def verdict(name: str, answer, expected, hint: str, explain: str = "") -> str:
     sort = ""
     if said != wanted and not (wanted == "a set" and said.startswith("a list")):
         sort = f" That is {said}; the answer is {wanted}."
+    elif wanted == "a set":
+        diff = set_difference(answer, expected)
+        if diff is not None:
+            missing, extra = diff
+            sort = f" Yours misses {_items(missing)} of the answer and has {extra} extra."
     return f"Exercise {name}: not quite: you said {_shown(answer)}.{sort} Hint: {hint}"
 
 
 _latest: dict[str, str] = {}
+_wrong: dict[str, set] = {}                 # exercise -> the distinct wrong answers given
+_answers: dict[str, tuple] = {}             # exercise -> (answer, why): course edition only
 
 
 def check(name: str, answer, expected, hint: str, explain: str = "") -> None:
     """Print whether `answer` matches `expected`; on a miss, the hint. Returns nothing (no stray output).
 
     Checking an exercise again (a changed answer, or the cell run twice) replaces its earlier
-    result: `results()` holds the latest one per exercise."""
-    _latest[name] = ("no answer" if answer is ... else
-                     "right" if same(answer, expected) else "not quite")
-    print(verdict(name, answer, expected, hint, explain))
+    result: `results()` holds the latest one per exercise. After TRIES_BEFORE_OFFER different
+    wrong answers, the course edition (where `expected` is the real value) offers the answer:
+    `answer("N.M")` prints it with its explanation (`explain`, else the hint). A `Sealed`
+    expected (student and nbgrader editions) never offers it."""
+    right = answer is not ... and same(answer, expected)
+    _latest[name] = "no answer" if answer is ... else "right" if right else "not quite"
+    line = verdict(name, answer, expected, hint, explain)
+    if answer is not ... and not right:
+        _wrong.setdefault(name, set()).add(canonical(answer))
+        if not isinstance(expected, Sealed):
+            _answers[name] = (expected, explain or hint)
+            if len(_wrong[name]) >= TRIES_BEFORE_OFFER:
+                line += (f"\n{len(_wrong[name])} tries: if you want the answer and why, run "
+                         f'answer("{name}") in a new cell.')
+    print(line)
+
+
+def answer(name: str) -> None:
+    """Print an exercise's answer and its explanation, once it was offered (course edition only)."""
+    tries = len(_wrong.get(name, ()))
+    if name not in _answers:
+        print(f"Exercise {name}: no answer to show here (the student edition never shows one: ask your teacher).")
+    elif tries < TRIES_BEFORE_OFFER:
+        print(f"Exercise {name}: {tries} wrong answer(s) so far; the answer is offered after {TRIES_BEFORE_OFFER}. "
+              "Read the hint and try again.")
+    else:
+        value, why = _answers[name]
+        print(f"Exercise {name}: the answer is {_shown(value)}. Why: {why}")
 
 
 def results() -> dict[str, str]:

@@ -129,3 +129,51 @@ def expect_raised(kind: type, stable_text: str) -> None:
                              f"got {type(err).__name__}: {str(err)[:200]}")
     _verified = (cell, kind, stable_text, err)
     print(f"raised {type(err).__name__}: {stable_text} ...")
+
+
+# --------------------------------------------------------------------------------
+# %%raises: a cell that raises on purpose, without stopping "Run All" anywhere.
+def raises(line: str, cell: str) -> None:
+    """Cell magic `%%raises`, written `%raises` as the first line of a cell that raises on purpose
+    (tagged `raises-exception`; see raises_first_line).
+
+    The cell's code runs as usual and the error torch raises is real; it is caught at the end of
+    the cell and shown as the cell's error output (`ErrorType: message`, the kernel's `error`
+    message, exactly what an uncaught error shows). The cell itself ends without failing, so
+    "Run All" goes on in every front-end: JupyterLab honours the tag, but Colab and VS Code do not
+    and would stop at the first error. nbval still sees and compares the error output (the tag
+    tells it the error is expected), and `expect_raised(...)` in the next cell still checks it
+    (`sys.last_value` is set as for an uncaught error). A cell that raises nothing shows nothing:
+    the `expect_raised` check below it then fails."""
+    ip = shell()
+    code = ip.transform_cell(cell)     # IPython syntax (magics) inside the cell, as in a plain cell
+    try:
+        exec(compile(code, "<cell>", "exec"), ip.user_ns)   # the learner's own cell, in its namespace
+    except Exception:
+        ip.showtraceback(tb_offset=1)   # the error output; sets sys.last_value for expect_raised
+
+
+def _raises_line(line: str) -> None:
+    from IPython.core.error import UsageError
+
+    raise UsageError("%raises works only as the first line of a cell (the cell that raises on purpose)")
+
+
+def raises_first_line(lines: list) -> list:
+    """IPython input transformer: a cell whose first line is `%raises` runs as `%%raises`. The
+    notebooks write the line form because ruff lints line magics but skips cells with a cell magic."""
+    if lines and lines[0].strip() == "%raises":
+        return ["%%raises\n", *lines[1:]]
+    return lines
+
+
+def _register_raises(ip) -> None:
+    if ip is None or not hasattr(ip, "register_magic_function"):
+        return
+    ip.register_magic_function(raises, magic_kind="cell", magic_name="raises")
+    ip.register_magic_function(_raises_line, magic_kind="line", magic_name="raises")
+    if raises_first_line not in ip.input_transformers_cleanup:
+        ip.input_transformers_cleanup.append(raises_first_line)
+
+
+_register_raises(shell())   # at import: `from helpers.notebook import setup` in the first cell

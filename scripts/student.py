@@ -6,8 +6,11 @@
 
 For each notebook (read at run time through scripts/skeleton.py):
 - the cells under `## Solutions` are removed; a one-line note takes the heading's place;
-- the outputs of the exercise check cells (`check("N.M", ...)`) are cleared: a committed
-  output would give the answer away (a verdict, a picture of the answer);
+- each exercise check cell (`check("N.M", ...)`) is replaced by one that compares the learner's
+  answer with a `Sealed` digest of the right answer (helpers/exercise.py), made here from the
+  solution cell's literal (which the course notebook checks against the real run): the student's
+  kernel never computes nor holds the right answer, and no picture of it is drawn; the hint is
+  kept, an `explain=` is not; the cell is folded and its output cleared;
 - every other output is kept, unless --clear-all.
 Cells carry nbgrader's metadata (schema 3) where it fits: the answer cells `answer_N_M = ...`
 are its "autograded answer" cells, the check cells its read-only graded cells (`locked`, 1 point),
@@ -19,6 +22,7 @@ notebooks/README.md (the contents page the navigation links to) is copied alongs
 from __future__ import annotations
 
 import argparse
+import ast
 import copy
 import pathlib
 import shutil
@@ -26,6 +30,7 @@ import sys
 
 import nbformat
 
+from helpers.exercise import Sealed
 from scripts import BUILD, lengths, nav, skeleton  # nav: notebook order
 
 DEFAULT_OUT = BUILD / "student"
@@ -70,12 +75,41 @@ def cells_without_solutions(nb, sk):
         yield kind, cell
 
 
+def constant(source: str):
+    """The value of a solution's literal answer: constants, sets, lists, tuples and arithmetic on
+    numbers (`((128 * 256 + 256) * 4 + 128 * 4) / 1024`); anything else is a ValueError."""
+    tree = ast.parse(source, mode="eval")
+    allowed = (ast.Expression, ast.Constant, ast.Set, ast.List, ast.Tuple, ast.BinOp, ast.UnaryOp,
+               ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Pow, ast.USub, ast.UAdd, ast.Load)
+    bad = [type(n).__name__ for n in ast.walk(tree) if not isinstance(n, allowed)]
+    if bad:
+        raise ValueError(f"a solution answer must be a literal, not {source!r} ({bad[0]})")
+    return eval(compile(tree, "<solution>", "eval"), {"__builtins__": {}})
+
+
+def sealed_check_source(cell, answers) -> str:
+    """The student edition's check cell: the learner's answer against a Sealed digest, with the
+    course cell's hint; no experiment, no picture, no explanation (it would tell the answer)."""
+    call = next(n for n in ast.walk(ast.parse(cell.source)) if isinstance(n, ast.Call)
+                and getattr(n.func, "id", None) == "check")
+    name, var = call.args[0].value, ast.get_source_segment(cell.source, call.args[1])
+    sealed = Sealed.of(name, constant(answers[name]))
+    keywords = "".join(f",\n      {k.arg}={ast.get_source_segment(cell.source, k.value)}" for k in call.keywords
+                       if k.arg == "hint")   # not explain=: it would tell the answer to whoever unfolds the cell
+    return ("from helpers.exercise import Sealed, check\n"
+            f'check("{name}", {var}, {sealed!r}{keywords})')
+
+
 def student_notebook(nb, clear_all=False):
     """A copy of `nb` as students get it."""
+    answers = solution_answers(nb)
     nb = copy.deepcopy(nb)
     sk = skeleton.classify(nb)
     cells = []
     for kind, cell in cells_without_solutions(nb, sk):
+        if kind == "check":
+            cell.source = sealed_check_source(cell, answers)
+            cell.metadata.setdefault("jupyter", {})["source_hidden"] = True
         if kind in ("answer", "check"):
             cell.metadata["nbgrader"] = nbgrader_meta(kind, grade_id(cell, kind), CHECK_POINTS if kind == "check" else None)
         if cell.cell_type == "code" and (clear_all or kind == "check"):
@@ -100,7 +134,7 @@ def nbgrader_source(nb):
     so the released cell is ours again); check cells are graded cells (1 point) whose hidden
     test asserts the answer; the `## Solutions` cells are dropped (their answers moved up)."""
     answers = solution_answers(nb)
-    nb = copy.deepcopy(nb)
+    nb = student_notebook(nb, clear_all=True)     # the student edition, sealed check cells included
     sk = skeleton.classify(nb)
     by_answer = {}
     for _, cell in sk.cells("check"):
@@ -118,9 +152,9 @@ def nbgrader_source(nb):
         elif kind == "check":
             name = skeleton.CHECK.search(cell.source).group(1)
             var = "answer_" + name.replace(".", "_")
-            truth = f"truth_{name.replace('.', '_')}"
-            cell.source += ("\n### BEGIN HIDDEN TESTS\nfrom helpers.exercise import same\n"
-                            f"assert same({var}, {truth}), 'Exercise {name}: not the right answer'\n"
+            sealed = Sealed.of(name, constant(answers[name]))
+            cell.source += ("\n### BEGIN HIDDEN TESTS\n"
+                            f"assert {sealed!r}.matches({var}), 'Exercise {name}: not the right answer'\n"
                             "### END HIDDEN TESTS")
             cell.metadata["nbgrader"] = nbgrader_meta(kind, grade_id(cell, kind), CHECK_POINTS)
         if cell.cell_type == "code":

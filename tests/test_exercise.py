@@ -1,7 +1,8 @@
 """The self-check API: right, wrong, and missing answers, never a traceback."""
 import torch
 
-from helpers.exercise import check, same
+from helpers import exercise
+from helpers.exercise import Sealed, answer, check, same
 
 
 def test_right_wrong_and_missing(capsys):
@@ -35,7 +36,8 @@ def test_a_wrong_kind_of_answer_is_named_without_giving_the_answer_away(capsys):
     assert out[1] == ("Exercise 2.2: not quite: you said 1. That is a number; the answer is True or False. "
                       "Hint: does it still exist?")
     assert "That is a list of numbers; the answer is a number." in out[2]
-    assert out[3] == "Exercise 2.4: not quite: you said ['a']. Hint: which ones?"
+    assert out[3] == ("Exercise 2.4: not quite: you said ['a']. Yours misses 1 item of the answer and has 0 extra. "
+                      "Hint: which ones?")
 
 
 def test_odd_answers_never_raise(capsys):
@@ -95,3 +97,54 @@ def test_an_answer_checked_again_keeps_the_latest(capsys):
     assert results()["r.1"] == "not quite"
     check("r.1", 3, 3, hint="h")                    # corrected
     assert [k for k in results() if k.startswith("r.")] == ["r.1", "r.2"] and results()["r.1"] == "right"
+
+
+def test_set_answers_count_missing_and_extra_items_and_labels_ignore_whitespace(capsys):
+    right = {"x + 1", "-x", "x.mean()", "x[0]"}
+    for expected in (right, Sealed.of("s.1", right)):
+        assert same({"x+1", "- x", "X.MEAN()", "x[0]"}, expected)          # whitespace and case only
+        assert not same({"x+1", "-x", "x.mean()"}, expected)
+        check("s.1", ["x+1", "-x", "x * 3", "x / 2", "x.exp()"], expected, hint="h")
+        line = capsys.readouterr().out.strip()
+        assert line.endswith("Yours misses 2 items of the answer and has 3 extra. Hint: h"), line
+    assert same("x+1", "x + 1") and not same("x+2", "x + 1")
+
+
+def test_a_sealed_answer_matches_like_the_value_it_seals():
+    """The student edition compares against Sealed digests: same verdict as against the value itself,
+    for every kind of answer the notebooks use (numbers to 4 significant digits, lists, bools, strings)."""
+    cases = [(3, 3.0), (129.5, (128 * 256 + 256) * 4 / 1024 + 0.5), (0.25, 0.25), ("detach()", " Detach() "),
+             (True, True), (torch.tensor([1.0, 0.0, 30.0]), [1.0, 0.0, 30.0]), ([10, 20], [10.0, 20.0])]
+    for value, given in cases:
+        sealed = Sealed.of("k.1", value)
+        assert same(given, sealed) and same(given, value), (value, given)
+        assert eval(repr(sealed), {"Sealed": Sealed}).matches(given)             # the source a cell holds
+    for value, wrong in [(3, 4), (True, 1), (1, True), ("scale", "log_scale"), ([1.0, 2.0], [2.0, 1.0]),
+                         (0.25, 0.26), (18.0, -18.0), (0, None)]:
+        assert not same(wrong, Sealed.of("k.2", value)) and not same(wrong, value), (value, wrong)
+    assert not Sealed.of("k.3", 3).matches(3.01) and Sealed.of("k.3", 1 / 3).matches(0.3333)
+    assert Sealed.of("a.1", 3).digests != Sealed.of("a.2", 3).digests                # salted by exercise
+
+
+def test_the_course_edition_offers_the_answer_after_three_wrong_answers(capsys):
+    check("t.1", 1, 3, hint="count", explain="three saved tensors")
+    check("t.1", 1, 3, hint="count")                       # the same wrong answer again: still one try
+    check("t.1", 2, 3, hint="count")
+    answer("t.1")
+    assert "answer is offered after 3" in capsys.readouterr().out.splitlines()[-1]
+    check("t.1", 4, 3, hint="count", explain="three saved tensors")
+    out = capsys.readouterr().out
+    assert 'run answer("t.1")' in out
+    answer("t.1")
+    assert capsys.readouterr().out == "Exercise t.1: the answer is 3. Why: three saved tensors\n"
+
+
+def test_the_sealed_editions_never_reveal_the_answer(capsys):
+    sealed = Sealed.of("u.1", 3)
+    for wrong in (1, 2, 4, 5, 6):
+        check("u.1", wrong, sealed, hint="count")
+    out = capsys.readouterr().out
+    assert "answer(" not in out and " 3" not in out.replace("u.1", "")
+    answer("u.1")
+    assert "never shows one" in capsys.readouterr().out
+    assert "u.1" not in exercise._answers

@@ -5,7 +5,7 @@
 - nbconvert `HTMLExporter._init_resources` (scripts/build_site.py): `SiteExporter.from_notebook_node`
   is HTMLExporter's conversion without its BeautifulSoup pass.
 
-The versions are pinned (requirements.txt), so these can change only with an upgrade; each
+The versions are pinned (requirements.txt, requirements-dev.txt), so these can change only with an upgrade; each
 test below then fails and says what to look at, instead of the suite silently comparing SVG,
 losing its order, or the site drifting from nbconvert's page.
 """

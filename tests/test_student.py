@@ -146,3 +146,86 @@ def test_classifier_on_a_built_notebook():
     out = student.student_notebook(nb)
     assert [c.source for c in out.cells][9] == "## Summary\n- s\n\n" + student.SOLUTIONS_NOTE
     assert len(out.cells) == len(nb.cells) - 1
+
+
+# ------------------------------------------------------------------------------ class-install
+def test_check_cells_leave_no_right_answer_in_the_kernel(edition):
+    """A student check cell imports and calls check(...) against a Sealed digest, nothing else: no
+    experiment runs, no truth variable is bound, no picture is drawn; the Sealed one is made from
+    the solution's literal, and accepts that literal and nothing of another value."""
+    import ast
+
+    from helpers.exercise import Sealed, same
+
+    for p in NOTEBOOKS:
+        answers = student.solution_answers(nbformat.read(p, as_version=4))
+        for _, cell in skeleton.read(edition / p.name).cells("check"):
+            tree = ast.parse(cell.source)
+            kinds = [type(node).__name__ for node in tree.body]
+            assert kinds == ["ImportFrom", "Expr"], f"{p.name}: {cell.source[:120]}"
+            assert not [n for n in ast.walk(tree) if isinstance(n, (ast.Name, ast.Attribute))
+                        and getattr(n, "ctx", None).__class__ is ast.Store], p.name
+            name, var = skeleton.check_calls(cell.source)[0]
+            sealed = eval(ast.get_source_segment(cell.source, tree.body[1].value.args[2]), {"Sealed": Sealed})
+            value = student.constant(answers[name])
+            assert same(value, sealed) and var == "answer_" + name.replace(".", "_")
+            assert cell.metadata["jupyter"]["source_hidden"] is True
+            from scripts.nbgrader_grade import wrong
+            assert not same(wrong(value), sealed), f"{p.name} {name}: a wrong answer passes"
+
+
+def summary_text(nb) -> str:
+    """The markdown of a notebook's `## Summary` section."""
+    text, inside = [], False
+    for cell in nb.cells:
+        if cell.cell_type != "markdown":
+            continue
+        for line in cell.source.splitlines():
+            if line.startswith("## "):
+                inside = line.startswith("## Summary")
+            if inside:
+                text.append(line)
+    return "\n".join(text)
+
+
+def giveaways(nb) -> list:
+    """The exercises whose answer the Summary gives away, in inline code:
+    - a set answer: at least half of its items (and at least 2);
+    - a string answer: the answer itself, unless the answer cell lists its choices and every one of
+      them is in the summary too (then naming them tells nothing);
+    numbers and True/False are not looked for (too common in prose to judge)."""
+    import re
+
+    from helpers.exercise import canonical
+
+    codes = {canonical(c) for c in re.findall(r"`([^`]+)`", summary_text(nb))}
+    sk = skeleton.classify(nb)
+    choices = {skeleton.ANSWER.search(c.source).group(1): re.findall(r'"([^"]+)"', c.source.split("...", 1)[1])
+               for _, c in sk.cells("answer")}
+    found = []
+    for name, source in student.solution_answers(nb).items():
+        value = student.constant(source)
+        if isinstance(value, (set, frozenset)):
+            hits = [v for v in value if isinstance(v, str) and canonical(v) in codes]
+            if len(hits) >= 2 and 2 * len(hits) >= len(value):
+                found.append((name, sorted(hits)))
+        elif isinstance(value, str) and canonical(value) in codes:
+            alternatives = choices.get("answer_" + name.replace(".", "_"), [])
+            if not (len(alternatives) > 1 and all(canonical(a) in codes for a in alternatives)):
+                found.append((name, [value]))
+    return found
+
+
+def test_no_summary_gives_an_exercise_answer_away():
+    assert {p.name: giveaways(nbformat.read(p, as_version=4)) for p in NOTEBOOKS} == {p.name: [] for p in NOTEBOOKS}
+
+
+def test_the_giveaway_rule_catches_what_the_first_student_edition_had():
+    """01's Summary as it was: "(`x + 2`, `-x`, `x.mean()`)" named 2 of the 4 labels of 1.2's answer."""
+    nb = nbformat.read(NOTEBOOKS[1], as_version=4)
+    cell = next(c for c in nb.cells if c.cell_type == "markdown" and "## Summary" in c.source)
+    cell.source = cell.source.replace("A graph that saved no tensors can",
+                                      "A graph that saved no tensors (`x + 2`, `-x`, `x.mean()`) can")
+    assert giveaways(nb) == [("1.2", ["-x", "x.mean()"])]
+    cell.source += "\n- Only `x.exp()` here"                  # a wrong label named: no giveaway added
+    assert [n for n, _ in giveaways(nb)] == ["1.2"]

@@ -1,0 +1,126 @@
+"""The install: learners' and developers' requirements, helpers' declared dependencies, Binder's
+files, the course-wide cells (Colab install block, %raises, folded checks), and scripts that
+write into the checkout they run in."""
+import ast
+import os
+import re
+import subprocess
+import sys
+import textwrap
+import tomllib
+
+import nbformat
+
+from scripts import ROOT, course_cells, notebooks
+
+TOOLS = {"pytest", "pytest-xdist", "nbval", "hypothesis", "torchviz", "pypdf", "playwright", "ruff",
+         "latex2mathml", "nbclient", "nbconvert", "nbformat"}
+
+
+def pins(path) -> dict:
+    found = {}
+    for line in (ROOT / path).read_text().splitlines():
+        m = re.match(r"^([A-Za-z0-9_.-]+)==([^\s#]+)", line)
+        if m:
+            found[m.group(1).lower()] = m.group(2)
+    return found
+
+
+def test_learners_install_only_what_notebooks_need_and_dev_adds_the_tools():
+    learners, dev = pins("requirements.txt"), pins("requirements-dev.txt")
+    assert not TOOLS & set(learners), "test tools in the learners' requirements.txt"
+    assert TOOLS <= set(dev), f"missing from requirements-dev.txt: {TOOLS - set(dev)}"
+    assert "-r requirements.txt" in (ROOT / "requirements-dev.txt").read_text().splitlines()
+    assert not set(learners) & set(dev), "a package pinned in both files"
+    assert re.search(r"^-e \.", (ROOT / "requirements.txt").read_text(), re.M), "helpers itself (Binder)"
+
+
+def test_helpers_declares_every_package_it_imports_with_a_lower_bound_the_pins_meet():
+    from pip._vendor.packaging.requirements import Requirement  # pip's copy: no extra dependency
+
+    deps = {Requirement(d).name.lower(): Requirement(d) for d in
+            tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]}
+    imported = set()
+    for path in (ROOT / "helpers").glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                imported |= {a.name.split(".")[0] for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                imported.add(node.module.split(".")[0])
+    third_party = {m.lower() for m in imported} - set(sys.stdlib_module_names) - {"helpers", "__future__"}
+    assert third_party <= set(deps), f"imported by helpers but not declared: {third_party - set(deps)}"
+    learners = pins("requirements.txt")
+    for name, req in deps.items():
+        assert all(op.startswith(">") for op in (s.operator for s in req.specifier)), f"{name}: lower bounds only"
+        if name in learners:
+            assert req.specifier.contains(learners[name]), f"{name}=={learners[name]} outside {req.specifier}"
+
+
+def test_binder_reads_the_learners_requirements_and_a_supported_python():
+    from pip._vendor.packaging.specifiers import SpecifierSet
+
+    lines = [ln.strip() for ln in (ROOT / "binder" / "requirements.txt").read_text().splitlines()
+             if ln.strip() and not ln.startswith("#")]
+    assert lines == ["-r ../requirements.txt"]
+    runtime = (ROOT / "binder" / "runtime.txt").read_text().strip()
+    assert re.fullmatch(r"python-3\.\d+", runtime)
+    requires = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["requires-python"]
+    assert SpecifierSet(requires).contains(runtime.removeprefix("python-"))
+
+
+def test_the_course_cells_are_applied_and_reapplying_changes_nothing():
+    for path in notebooks():
+        nb = nbformat.read(path, as_version=4)
+        assert course_cells.apply(nb) == [], f"{path.name}: run `python -m scripts.course_cells`"
+    first = course_cells.with_install_block("print(1)\n")
+    assert course_cells.with_install_block(first) == first and first.endswith("print(1)\n")
+    assert course_cells.with_raises_magic(course_cells.with_raises_magic("1/0")) == "%raises\n1/0"
+
+
+def run_shell(code: str) -> str:
+    done = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
+                          timeout=180, env={**os.environ, "NO_COLOR": "1", "TERM": "dumb"}, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout
+
+
+def test_a_raises_cell_raises_for_real_shows_the_error_and_run_all_goes_on():
+    """In a real IPython shell: the `%raises` cell succeeds (a front-end's Run All goes on), its
+    error is shown as an error (showtraceback), expect_raised in the next cell sees the real error;
+    a `%raises` cell that raises nothing makes expect_raised fail; names it binds stay bound."""
+    out = run_shell("""
+        from IPython.core.interactiveshell import InteractiveShell
+        sh = InteractiveShell.instance()
+        shown = []
+        sh._showtraceback = lambda etype, value, stb: shown.append(f"{etype.__name__}: {value}")
+        sh.run_cell("from helpers.notebook import expect_raised, setup; setup()")
+        r = sh.run_cell("%raises\\nimport torch\\nx = torch.ones(2, requires_grad=True)\\ny = (x * x).sum()\\n"
+                        "y.backward()\\ny.backward()")
+        print("CELL SUCCEEDED:", r.success, "| SHOWN:", shown)
+        r = sh.run_cell("expect_raised(RuntimeError, 'Trying to backward through the graph a second time')")
+        print("CHECK OK:", r.success, "| x bound:", sh.user_ns["x"].grad.tolist())
+        r = sh.run_cell("%raises\\nz = 1")
+        r2 = sh.run_cell("expect_raised(RuntimeError, 'second time')")
+        print("NOTHING RAISED:", r.success, "| CHECK OK:", r2.success, type(r2.error_in_exec).__name__)
+        r = sh.run_cell("1 / 0")
+        print("PLAIN ERROR FAILS THE CELL:", not r.success)
+    """)
+    assert "CELL SUCCEEDED: True | SHOWN: ['RuntimeError: Trying to backward through the graph a second time" in out, out
+    assert "CHECK OK: True | x bound: [2.0, 2.0]" in out, out
+    assert "NOTHING RAISED: True | CHECK OK: False AssertionError" in out, out
+    assert "PLAIN ERROR FAILS THE CELL: True" in out, out
+
+
+def test_scripts_write_into_the_checkout_they_run_in(tmp_path):
+    """Two checkouts, one environment: with scripts/_venv.sh's PYTHONPATH, `scripts` (and so
+    scripts.BUILD, where every script writes) is the running checkout's, whichever checkout the
+    environment's editable install points to."""
+    other = tmp_path / "second-clone"
+    (other / "scripts").mkdir(parents=True)
+    (other / "scripts" / "__init__.py").write_text((ROOT / "scripts" / "__init__.py").read_text())
+    venv_sh = (ROOT / "scripts" / "_venv.sh").read_text()
+    assert 'export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"' in venv_sh
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    done = subprocess.run([sys.executable, "-c", "import scripts; print(scripts.BUILD)"], capture_output=True,
+                          text=True, timeout=60, cwd=other / "scripts", env={**env, "PYTHONPATH": str(other)})
+    assert done.stdout.strip() == str(other / "build"), done.stderr
