@@ -95,6 +95,20 @@ def smallest_text_px(svg: str) -> float:
     return min(sizes) * min(width * 4 / 3, OUTPUT_PX) / width
 
 
+# Every picture's output carries the DOT it was drawn from (sizes measured by a layout blanked:
+# they depend on the Graphviz build and fonts). nbval compares it like text/plain, so a fresh run
+# that draws differently fails; tests/test_golden_pictures.py compares it with tests/golden/.
+DOT_MIME = "text/vnd.graphviz"
+
+
+def dot_record(*sources: str) -> str:
+    """The DOT source(s) of one output, as stored in DOT_MIME: measured box sizes blanked."""
+    return "\n".join(_MEASURED.sub(r'\1="~"', s).rstrip("\n") for s in sources) + "\n"
+
+
+_MEASURED = re.compile(r'\b(WIDTH|HEIGHT)="\d+"')
+
+
 class Picture:
     """Something that shows as SVG in JupyterLab and as stable text elsewhere.
 
@@ -127,7 +141,8 @@ class Picture:
         # front-end shows text/html before image/svg+xml, JupyterLab shows raw SVG only in
         # trusted notebooks and GitHub not at all); text/plain is what nbval compares.
         alt = self.text.splitlines()[0] if self.text else "autograd graph"
-        return {"text/plain": self.text, "text/html": render.svg_img(self.svg, alt, style="max-width:100%")}
+        html_img = render.svg_img(self.svg, alt, style="max-width:100%")
+        return {"text/plain": self.text, "text/html": html_img, DOT_MIME: dot_record(self.dot)}
 
     def __repr__(self) -> str:
         return self.text

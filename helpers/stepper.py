@@ -29,6 +29,7 @@ import re
 from dataclasses import dataclass, field
 
 from . import render
+from .graph import DOT_MIME, dot_record
 from .snapshot import GraphInputError, Role, SavedState, Snapshot, fmt_bytes, fmt_values
 from .trace import BackwardTrace, Step
 from .walk import snapshot, snapshot_with_ids
@@ -194,7 +195,8 @@ class Stepper:
         return self._widget
 
     def _repr_mimebundle_(self, include=None, exclude=None):
-        bundle = {"text/plain": self.text, "text/html": self.html}
+        bundle = {"text/plain": self.text, "text/html": self.html,
+                  DOT_MIME: dot_record(*(self.dot(i) for i in range(len(self.frames))))}
         try:
             view = self.widget()._repr_mimebundle_()
         except Exception:   # no ipywidgets, or no kernel to talk to: the static frames remain
