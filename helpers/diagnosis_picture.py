@@ -152,6 +152,8 @@ def draw_steps(*roots, clock: StepClock, names=None, title=None, max_nodes=120, 
     names: {name: tensor}, or a whole namespace such as `globals()`: then its tensors, the items
     of its tuples and lists, and the tensors of its modules are named (as why_backward does).
     focus: as in helpers.graph.draw, only the part of the graph under it is drawn.
+    title, max_nodes: as in draw(); max_nodes is 120 by default (not 300): a loop's graph past
+        that is drawn around where the steps meet, which reads at notebook width.
     Without focus, a graph of more than `max_nodes` nodes, or one too wide to read at notebook
     width, is drawn around where the newest step uses an older step's graph (the last nodes of
     the newest step on the way there, the older node, what feeds it), the rest counted in a box.

@@ -223,6 +223,8 @@ def step_through(run, *roots, names=None, title=None, expect_error=None,
         nodes reachable from the roots are recorded and drawn).
     names: {"a": a, "loss": loss, ...} as for draw(); named leaves and retained
         intermediates show their .grad in every frame.
+    title: the stepper's heading. max_nodes: as in draw(), but 60 by default: a frame per node
+        reads only for a small graph (a larger one is refused, saying so, not drawn capped).
     expect_error: an exception type the call must raise (e.g. RuntimeError): the frames
         then end at the node that raised, and `stepper.raised` holds the error. Without
         it an error in `run()` propagates as usual.

@@ -10,6 +10,7 @@ tests/golden/<notebook>/<cell id>.<k>.dot, so that a picture change is a reviewe
     python -m scripts.golden --run [NB ...]  # run the notebooks into build/golden-run first (no
                                              # notebook is rewritten), then compare those
     python -m scripts.golden --run --accept  # ... and accept what the fresh run drew
+    python -m scripts.golden --last-run [--accept]   # build/golden-run as the last --run left it
 """
 from __future__ import annotations
 
@@ -92,12 +93,16 @@ def run_copy(nb_path: pathlib.Path) -> pathlib.Path:
 
 
 def main(args: list[str]) -> int:
-    do_run, do_accept = "--run" in args, "--accept" in args
+    do_run, do_accept, last = "--run" in args, "--accept" in args, "--last-run" in args
     names = [a for a in args if not a.startswith("--")]
     paths = [pathlib.Path(a).resolve() for a in names] or notebooks()
     failed = 0
     for p in paths:
-        src = run_copy(p) if do_run else p
+        src = run_copy(p) if do_run else (RUN_DIR / p.name if last else p)
+        if not src.exists():
+            print(f"{p.stem}: no {src} (python -m scripts.golden --run first)")
+            failed += 1
+            continue
         if do_accept:
             print(f"{p.stem}: {accept(src, p.stem)} picture(s) accepted", flush=True)
             continue

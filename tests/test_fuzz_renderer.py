@@ -631,7 +631,7 @@ def build(spec, width=4):
     return _TwoHeads(*body)
 
 
-BOX_TOTALS = re.compile(r'BGCOLOR="#f4f6f8"><TR><TD COLSPAN="2" ALIGN="LEFT"><B>[^<]*</B></TD></TR>'
+BOX_TOTALS = re.compile(r'BGCOLOR="#f4f6f8" STYLE="rounded"><TR><TD COLSPAN="2" ALIGN="LEFT"><B>[^<]*</B></TD></TR>'
                         r'<TR><TD COLSPAN="2" ALIGN="LEFT"><FONT POINT-SIZE="10">(?:each: \d+ saved, as listed; '
                         r'all \d+: )?(\d+) saved')
 DRAWN_SAVED = re.compile(r">(?:<S>)?saved (?!tensor)")
