@@ -347,6 +347,7 @@ def grouped_picture(roots, names=None, title=None, max_nodes=300, modules=None, 
     """draw(*roots, modules=model): see helpers.graph.draw. With focus=, the module calls are
     made of the part of the graph under the focus (what lies above it is one counted box)."""
     rec = recording_of(modules)
+    known = {name for name, _ in rec.model.named_modules()}
     params = {n: p for n, p in rec.model.named_parameters()}
     param_names = {n: n.rsplit(".", 1)[0] if "." in n else "" for n in params}
     names = {**params, **dict(names or {})}
@@ -374,7 +375,7 @@ def grouped_picture(roots, names=None, title=None, max_nodes=300, modules=None, 
     def overview(stack=False):
         if stack not in made:
             made[stack] = overview_dot(full, groups, base, param_names, title,
-                                       () if expand is None else expand, stack=stack)
+                                       () if expand is None else expand, stack=stack, known=known)
         return made[stack]
 
     if expand not in (None, True):
@@ -439,7 +440,7 @@ OVERVIEW_HINT = "module call as one box: what each layer saved (draw(..., expand
 
 
 def overview_dot(full: Snapshot, groups: dict, drawn: Collapsed, param_names: dict, title=None,
-                 expand=(), stack: bool = False) -> str:
+                 expand=(), stack: bool = False, known=None) -> str:
     """DOT of the overview: the calls just inside the model's call (or, when the model itself
     was not called once, each outermost call) drawn as one box each, except the calls whose
     paths are in `expand`, drawn op by op in a cluster; ops made outside every call (a loss)
@@ -454,7 +455,9 @@ def overview_dot(full: Snapshot, groups: dict, drawn: Collapsed, param_names: di
     boxed = [k for k in sorted(groups, key=lambda k: groups[k].call.start)
              if depth[k] == level or (depth[k] == 0 and not groups[k].children)]
     paths = {groups[k].call.path for k in boxed}
-    unknown = [p for p in expand if p not in paths]
+    # a module of the model that is not one of these boxes (inside one, or past max_nodes) is not
+    # opened; a path the model does not have is a mistake
+    unknown = [p for p in expand if p not in paths and (known is None or p not in known)]
     if unknown:
         raise GraphInputError(f"expand= names module paths drawn as one box: {sorted(paths)}; "
                               f"not {unknown}.")

@@ -1,0 +1,131 @@
+"""The scene layer (issue 18 §2, §4): DOT written in one place, imports one way, repeated structure
+that reads at notebook width."""
+import ast
+import pathlib
+import re
+
+import pytest
+import torch
+from torch import nn
+
+from helpers.graph import draw
+from helpers.picture import repeats
+from helpers.picture.layout import MIN_TEXT_PX, reads_at, smallest_text_px
+from helpers.walk import snapshot
+
+HELPERS = pathlib.Path(__file__).resolve().parent.parent / "helpers"
+
+
+def _modules():
+    out = {}
+    for p in HELPERS.rglob("*.py"):
+        parts = p.relative_to(HELPERS.parent).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        out[name] = p
+    return out
+
+
+def _imports(name, path, known):
+    pkg = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+    deps = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = ".".join(pkg.split(".")[: len(pkg.split(".")) - node.level + 1])
+                mod = f"{base}.{node.module}" if node.module else base
+            elif (node.module or "").startswith("helpers"):
+                mod = node.module
+            else:
+                continue
+            for a in node.names:
+                deps.add(f"{mod}.{a.name}" if f"{mod}.{a.name}" in known else mod)
+        elif isinstance(node, ast.Import):
+            deps.update(a.name for a in node.names if a.name.startswith("helpers"))
+    return {d for d in deps if d in known and d != name}
+
+
+def test_no_import_cycles_and_the_picture_package_imports_nothing_above_it():
+    mods = _modules()
+    graph = {m: _imports(m, p, mods) for m, p in mods.items()}
+    state = {}
+
+    def visit(m, path):
+        state[m] = "open"
+        for d in graph[m]:
+            assert state.get(d) != "open", "import cycle: " + " -> ".join(path + [d])
+            if d not in state:
+                visit(d, path + [d])
+        state[m] = "done"
+
+    for m in graph:
+        if m not in state:
+            visit(m, [m])
+    for m, deps in graph.items():
+        if m.startswith("helpers.picture"):
+            above = [d for d in deps if not d.startswith("helpers.picture") and d != "helpers.snapshot"]
+            assert not above, f"{m} imports {above}: the picture package may use only helpers.snapshot"
+
+
+def test_dot_is_written_in_one_module_and_never_edited_as_text():
+    writer = HELPERS / "picture" / "dot_writer.py"
+    for p in HELPERS.rglob("*.py"):
+        if p == writer:
+            continue
+        src = p.read_text()
+        for pattern in (r"\bdigraph\b\s*\{", r"\.body\b", r"[\"'] -> [\"'] (not )?in\b", r"rfind\(\"\}\"\)", "import graphviz"):
+            assert not re.search(pattern, src), f"{p.relative_to(HELPERS.parent)} writes or edits DOT ({pattern})"
+
+
+def _rnn(steps):
+    torch.manual_seed(0)
+    cell = nn.RNNCell(8, 16)
+    h, xs = torch.zeros(1, 16), torch.randn(steps, 1, 8)
+    for t in range(steps):
+        h = cell(xs[t], h)
+    return h.sum()
+
+
+def _tanh_chain(n=400):
+    torch.manual_seed(0)
+    w, h = torch.randn(4, 4, requires_grad=True), torch.randn(1, 4)
+    for _ in range(n):
+        h = torch.tanh(h @ w)
+    return h.sum(), w
+
+
+def _dense(layers=40):
+    torch.manual_seed(0)
+    outs = [torch.randn(1, 4)]
+    for lin in [nn.Linear(4, 4) for _ in range(layers)]:
+        outs.append(torch.relu(lin(sum(outs))))     # every earlier output feeds the next layer
+    return outs[-1].sum()
+
+
+def test_an_unrolled_rnn_is_its_last_block_and_one_box_for_the_rest():
+    loss = _rnn(20)
+    folded = repeats.fold(snapshot(loss))
+    assert folded.count == 18                      # 20 steps: the first (no h yet) differs, one drawn
+    assert sorted(folded.block) == sorted(["AddmmBackward0", "AddmmBackward0", "AddBackward0", "TanhBackward0",
+                                           "TBackward0", "TBackward0"])
+    pic = draw(loss)
+    assert pic.text.endswith("picture: " + folded.words)
+    assert "&#215;18 more of the block below" in pic.dot
+    # the text form still lists every op: two matrix products a step
+    assert len(re.findall(r"^\w+ AddmmBackward0\(", pic.text, flags=re.M)) == 2 * 20
+
+
+@pytest.mark.parametrize("make", ["rnn20", "tanh_chain", "dense40"])
+def test_repeated_structure_reads_at_notebook_width(make):
+    loss = {"rnn20": lambda: _rnn(20), "tanh_chain": lambda: _tanh_chain()[0], "dense40": _dense}[make]()
+    pic = draw(loss)
+    assert smallest_text_px(pic.svg) >= MIN_TEXT_PX, (make, smallest_text_px(pic.svg))
+    assert reads_at(pic.svg, MIN_TEXT_PX)
+    if make == "dense40":       # no repeated block: fewer nodes, and the picture says so
+        assert pic.simplified and "to read at notebook width (max_nodes= draws more)" in pic.dot
+
+
+def test_a_short_loop_is_not_folded():
+    loss = _rnn(5)        # 4 identical blocks, 18 ops: too few to hide, drawn op by op
+    assert repeats.fold(snapshot(loss)).ops_folded < repeats.FOLD_FROM_OPS
+    assert repeats.fold(snapshot(_rnn(3))) is None
+    assert "more of the block below" not in draw(loss).dot
