@@ -51,15 +51,39 @@ class ComparePicture(Picture):
                  ran_text: str | None = None):
         self.before, self.after = before, after
         self.ran = dict(ran or {})
+        self.titles, self.ran_text = titles, ran_text
         text = (f"== {titles[0]} ==\n{describe(before)}\n== {titles[1]} ==\n{describe(after)}\n"
                 f"== change ==\n{changes(before, after)}" + (f"\n{ran_text}" if ran_text else ""))
-        was = {t.name: t.grad for t in before.tensors.values()}
-        changed = frozenset(t.id for t in after.tensors.values()
-                            if (t.role is Role.LEAF or t.retains_grad) and t.grad != was.get(t.name))
-        marks = render.Marks(ran=self.ran, changed=changed)
+        marks = render.Marks(ran=self.ran, changed=changed_grads(before, after))
         sizes = render.pair_sizes(before, after, titles, marks)   # a node: same size, same place
         super().__init__(render.pair_dot(before, after, titles, marks, sizes=sizes),
                          text, alternative=render.stacked_dots(before, after, titles, marks, sizes=sizes))
+
+
+    def after_view(self, spotlight=None) -> Picture:
+        """Only the 'after' picture, with the changes marked and every unchanged box faded: the
+        .grad values that changed, the ops whose saved tensors were freed or modified in place
+        (a core path shows this one; the full pair stays folded below it). Its text is the pair's.
+        spotlight: names of tensors to keep bright instead (['y']: only y's box draws the eye)."""
+        b, a = self.before, self.after
+        spot = changed_grads(b, a) | {op.id for op, _ in [*a.freed_since(b), *a.modified_since(b)]}
+        if spotlight is not None:
+            known = {t.name: t.id for t in a.tensors.values()}
+            missing = [n for n in spotlight if n not in known]
+            if missing:
+                raise GraphInputError(f"after_view(spotlight=...): no tensor named {missing} in the picture; "
+                                      f"named: {sorted(known)}.")
+            spot = {known[n] for n in spotlight}
+        marks = render.Marks(ran=self.ran, changed=changed_grads(b, a), spotlight=frozenset(spot))
+        title = f"{self.titles[1]}: what changed (unchanged boxes faded)"
+        return Picture(render.to_dot(a, title, marks=marks), f"{title}\n{self.text}")
+
+
+def changed_grads(before: Snapshot, after: Snapshot) -> frozenset:
+    """Ids in `after` of the leaves and retained tensors whose .grad differs from `before`'s."""
+    was = {t.name: t.grad for t in before.tensors.values()}
+    return frozenset(t.id for t in after.tensors.values()
+                     if (t.role is Role.LEAF or t.retains_grad) and t.grad != was.get(t.name))
 
 
 def changes(before: Snapshot, after: Snapshot) -> str:
@@ -141,6 +165,8 @@ def _cut_title(title, cap) -> str:
 
 def compare(before: GraphPicture | Snapshot, after: GraphPicture | Snapshot,
             titles=("before", "after"), trace: BackwardTrace | None = None) -> ComparePicture:
+    # titles: one per picture (the pair's own word for draw's title); no max_nodes: the pictures
+    # given were already drawn with theirs
     """Two snapshots side by side (stacked when too wide), with what changed between them: two
     different graphs, or one graph at two moments.
 
@@ -219,6 +245,12 @@ class Watch:
             ran, text = ran_marks(self.trace, ids, self.after)
             self.trace = None        # holds the nodes: keep it no longer than needed
         self.picture = ComparePicture(self.before, self.after, (before, after), ran=ran, ran_text=text)
+
+    def after_view(self, spotlight=None) -> Picture:
+        """The 'after' picture with the changes marked, unchanged boxes faded (ComparePicture.after_view)."""
+        if self.after is None:
+            raise GraphInputError("watch(...).after_view(): the with-block has not finished yet.")
+        return self.picture.after_view(spotlight)
 
     def _repr_mimebundle_(self, include=None, exclude=None):
         if self.after is None:

@@ -12,7 +12,7 @@ from .picture.far_uses import FAR_RANKS, far_leaf_uses, op_levels  # noqa: F401 
 from .picture.layout import DOT_TIMEOUT_S, engine, laid_out, quiet_fd2, stack_svgs, svg_from_dot, svg_img  # noqa: F401
 from .picture.legend import features
 from .picture.marks import NO_MARKS, Grouping, Marks
-from .picture.palette import CHANGED, CLUSTER, FREED, HELD, HIGHLIGHT, LEAF, MODIFIED, NAMED, OP, RAN, VALUE  # noqa: F401
+from .picture.palette import CHANGED, CLUSTER, FREED, HELD, HIGHLIGHT, LEAF, MODIFIED, NAMED, OP, RAN, STOP, VALUE  # noqa: F401
 from .picture.snapshot_boxes import GRAD_VALUES_SHOWN, short_values  # noqa: F401 (re-exported)
 from .picture.transposes import TRANSPOSE, folded_transposes  # noqa: F401 (re-exported)
 from .snapshot import Snapshot

@@ -65,8 +65,10 @@ def _fmt_grad(g) -> str:
 class Stepper:
     """Frames of one backward call. Displays as a widget (live kernel) or as static frames."""
 
-    def __init__(self, frames: list[Frame], title: str | None = None, raised: BaseException | None = None):
+    def __init__(self, frames: list[Frame], title: str | None = None, raised: BaseException | None = None,
+                 frames_shown: str = "all"):
         self.frames = frames
+        self.frames_shown = frames_shown
         self.title = title or "backward, step by step"
         self.raised = raised
         self._svgs: dict[int, str] = {}
@@ -114,6 +116,9 @@ class Stepper:
     @property
     def text(self) -> str:
         head = f"{self.title}: {len(self.steps)} node(s) ran, in this order: " + ", ".join(self.order)
+        if self.frames_shown == "changes":
+            head += (f"\nstatic form: frames {', '.join(map(str, self.changing()))} of 0-{len(self.frames) - 1}"
+                     " (the others release nothing and change no .grad)")
         return "\n".join([head] + [self.caption(i) for i in range(len(self.frames))])
 
     def __repr__(self) -> str:
@@ -149,13 +154,24 @@ class Stepper:
             self._svgs[i] = _inline_svg(render.svg_from_dot(self.dot(i)))
         return self._svgs[i]
 
+    def changing(self) -> list[int]:
+        """The frames where something changes: the first, every step that released a saved tensor,
+        changed a .grad or raised, and the last."""
+        last = len(self.frames) - 1
+        return [i for i, f in enumerate(self.frames)
+                if i in (0, last) or f.released or f.grad_changes or f.error is not None]
+
     @property
     def html(self) -> str:
-        """Every frame, picture and caption: readable with no kernel and no JavaScript."""
+        """Every frame (frames_shown='changes': only those where something changes), picture and
+        caption: readable with no kernel and no JavaScript."""
+        shown = self.changing() if self.frames_shown == "changes" else range(len(self.frames))
+        which = (f"{len(shown)} of {len(self.frames)} frames, those where something changes"
+                 if self.frames_shown == "changes" else f"{len(self.frames)} frames")
         parts = [f'<div class="bt-stepper-static"><p><b>{html.escape(self.title)}</b>: '
-                 f"{len(self.frames)} frames (run the notebook to step through them one by one)</p>",
+                 f"{which} (run the notebook to step through them one by one)</p>",
                  '<div style="display:flex;flex-wrap:wrap;gap:12px;align-items:flex-start">']
-        for i in range(len(self.frames)):
+        for i in shown:
             parts.append('<figure class="bt-frame" style="margin:0;border:1px solid #ccc;padding:6px">'
                          + render.svg_img(self.svg(i), self.caption(i).splitlines()[0]) +
                          '<figcaption><pre style="white-space:pre-wrap;max-width:42em">'
@@ -215,7 +231,7 @@ def _inline_svg(svg: str) -> str:
 
 
 def step_through(run, *roots, names=None, title=None, expect_error=None,
-                 max_nodes=60, max_steps=MAX_STEPS) -> Stepper:
+                 max_nodes=60, max_steps=MAX_STEPS, frames: str = "all") -> Stepper:
     """Run `run()` (a backward call) with hooks on the graph of `roots`; return the frames.
 
     run: a function of no arguments, e.g. `lambda: loss.backward()`.
@@ -228,7 +244,12 @@ def step_through(run, *roots, names=None, title=None, expect_error=None,
     expect_error: an exception type the call must raise (e.g. RuntimeError): the frames
         then end at the node that raised, and `stepper.raised` holds the error. Without
         it an error in `run()` propagates as usual.
+    frames: 'all', or 'changes': the static form (no kernel) shows only the frames where
+        something changes (a core path's stepper); the live stepper keeps every frame.
     """
+    if frames not in ("all", "changes"):
+        raise GraphInputError(f"frames= takes 'all' or 'changes', not {frames!r}.")
+    shown = frames
     if not callable(run):
         raise GraphInputError(
             "step_through needs the backward call as a function: "
@@ -309,4 +330,4 @@ def step_through(run, *roots, names=None, title=None, expect_error=None,
         frames.append(Frame(len(frames), node_id=ids.get(failing) if failing else None,
                             node_label=label(failing) if failing else "a node outside the drawn graph",
                             error=_first_sentence(raised), snapshot=final))
-    return Stepper(frames, title=title, raised=raised)
+    return Stepper(frames, title=title, raised=raised, frames_shown=shown)

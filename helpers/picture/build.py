@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..snapshot import Snapshot
-from . import cap, far_uses, focus, module_clusters, palette, ran_marks, shared_sizes, step_colours, transposes
+from . import cap, far_uses, focus, module_clusters, palette, ran_marks, shared_sizes, spotlight, step_colours, transposes
 from .legend import features
 from .marks import NO_MARKS, Grouping, Marks
 from .scene import Scene
@@ -24,6 +24,7 @@ def scene_of(snap: Snapshot, title=None, highlight=(), marks: Marks = NO_MARKS, 
         far_uses.add_refs(scene, snap)
     step_colours.fill(scene, marks)
     ran_marks.mark(scene, marks, highlight)
+    spotlight.fade(scene, marks)
     shared_sizes.apply(scene, sizes)
     if grouping is not None:
         module_clusters.group(scene, grouping)

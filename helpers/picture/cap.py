@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..snapshot import Snapshot
-from .palette import FREED
+from .palette import CLUSTER
 from .scene import Box, Cell, Edge, Scene, Span, Table
 
 
@@ -15,7 +15,7 @@ def add_more_box(scene: Scene, snap: Snapshot) -> None:
     plus = "+" if snap.count_capped else ""
     rows = [[Cell([Span(f"... {snap.hidden_count:,}{plus} more nodes not drawn", bold=True)])],
             [Cell([Span(kinds)], size=10)], [Cell([Span("a larger max_nodes=N draws more")], size=10)]]
-    scene.add(Box("more", Table(rows, cellspacing=None, cellpadding=None, colour=FREED, style="dashed"),
+    scene.add(Box("more", Table(rows, cellspacing=None, cellpadding=None, colour=CLUSTER, style="dashed"),
                   "more", simple=True))
     # the hidden part is upstream (towards the leaves) of the nodes where the walk stopped
     scene.edges.extend(Edge("more", op_id, style="dotted") for op_id in snap.cut_at)

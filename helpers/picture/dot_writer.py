@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from .palette import CLUSTER
+from .palette import CLUSTER, EDGE, PAIR
 from .scene import Box, Cell, Edge, Scene, Span, Table
 
 GRAPH_ATTRS = {"fontname": "Helvetica", "fontsize": "11", "nodesep": "0.2",
@@ -16,7 +16,7 @@ GRAPH_ATTRS = {"fontname": "Helvetica", "fontsize": "11", "nodesep": "0.2",
                # layers has so many crossing edges that the passes run for minutes at 300 nodes.
                "nslimit": "2", "nslimit1": "2", "ordering": "out", "rankdir": "TB", "ranksep": "0.3"}
 NODE_ATTRS = {"fontname": "Helvetica", "fontsize": "11"}
-EDGE_ATTRS = {"arrowsize": "0.6", "color": "#555555"}
+EDGE_ATTRS = {"arrowsize": "0.6", "color": EDGE}
 
 _ESC = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#x27;",
                       "{": "&#123;", "}": "&#125;", "\u00a0": "&#160;", "\u00d7": "&#215;",
@@ -217,7 +217,7 @@ def write_pair(halves, legend) -> str:
     out = [header(), graph_label(legend_html(legend), "b", "l")]
     for key, scene in halves:
         out.append(f"\tsubgraph cluster_{key} {{\n\t\t" + _attrs({
-            "color": "#999999", "fontsize": "13", "label": f"<<B>{esc(scene.title)}</B>>",
+            "color": PAIR, "fontsize": "13", "label": f"<<B>{esc(scene.title)}</B>>",
             "labelloc": "t", "style": "rounded"}) + "\n")
         out.extend("\t" + line for line in body(scene, prefix=key + "_"))
         out.append("\t}\n")

@@ -30,6 +30,8 @@ def features(snaps, marks: Marks, grouping=None) -> list[str]:
         present.append("ran")
     if marks.changed:
         present.append("changed")
+    if marks.spotlight:
+        present.append("faded")
     if any(far_leaf_uses(snap) for snap in snaps):
         present.append("ref")
     if any(folded_transposes(snap) for snap in snaps):

@@ -10,7 +10,8 @@ class Marks:
     """highlight: the node running now; ran: {id: (k, ...)}, the nodes a backward call ran, k-th;
     changed: tensor ids whose .grad changed; fills: {id: fill colour} replacing the usual (the
     training step that made an op, where backward stopped); path: {(from id, to id)}, edges drawn
-    thick; legend: ((colour, words), ...) added to the legend."""
+    thick; legend: ((colour, words), ...) added to the legend; spotlight: ids drawn as usual, every
+    other box faded."""
 
     highlight: frozenset = frozenset()
     ran: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
@@ -18,6 +19,7 @@ class Marks:
     fills: Mapping[str, str] = field(default_factory=dict)
     path: frozenset = frozenset()
     legend: tuple = ()
+    spotlight: frozenset = frozenset()     # when set, every other box is faded: the change stands out
 
 
 NO_MARKS = Marks()

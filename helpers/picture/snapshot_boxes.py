@@ -2,11 +2,10 @@
 from __future__ import annotations
 
 from ..snapshot import NAMED_TENSOR_ROLES, Role, Saved, SavedState, Snapshot, fmt_bytes, fmt_shape
-from .palette import FREED, HELD, LEAF, MODIFIED, NAMED, OP, VALUE
+from .palette import EDGE, FREED, HELD, LEAF, MODIFIED, NAMED, OP, VALUE
 from .scene import Box, Cell, Edge, Scene, Span, Table
 
 GRAD_VALUES_SHOWN = 4     # a box shows at most this many numbers of a .grad (the text form: all)
-OP_BORDER = "#555555"
 
 
 def is_leaf(snap: Snapshot, node_id: str) -> bool:
@@ -18,6 +17,23 @@ def shared_tag() -> list[Span]:
     return [Span("\u00a0"), Span("shared buffer", colour=VALUE, italic=True)]
 
 
+_ABSENT = object()
+
+
+def holder_words(s) -> str:
+    """Who still holds a FREED buffer (Saved.held_by, when the walk knows): ' - memory returned'
+    (only the graph held it), ' - still held by leaf x, no memory returned', ' - holder unknown'
+    (drawn only after backward: never guessed); '' when the snapshot does not say."""
+    held_by = getattr(s, "held_by", _ABSENT)
+    if held_by is _ABSENT:
+        return ""
+    if held_by is None:
+        return " - holder unknown"
+    if not held_by:
+        return " - memory returned"
+    return f" - still held by {', '.join(held_by)}, no memory returned"
+
+
 def saved_rows(op, shared=frozenset()) -> list[list[Cell]]:
     """One row per saved tensor (held, FREED, modified in place, unreadable), then settings."""
     rows = []
@@ -26,7 +42,8 @@ def saved_rows(op, shared=frozenset()) -> list[list[Cell]]:
         alias = f" {s.alias_note()}" if s.alias else ""
         if s.state is SavedState.FREED:
             size = alias + ("" if s.shape is None else f" {fmt_shape(s.shape)} {fmt_bytes(s.nbytes)}")
-            spans = [Span(f"saved {s.slot}{size}", strike=True), Span("\u00a0\u00a0"), Span("FREED", bold=True)] + tag
+            spans = [Span(f"saved {s.slot}{size}", strike=True), Span("\u00a0\u00a0"),
+                     Span("FREED" + holder_words(s), bold=True)] + tag
             rows.append([Cell(spans, colour=FREED, size=10, align="LEFT")])
         elif s.is_tensor and s.modified:  # held, but changed in place since it was saved
             size = "" if s.shape is None else f": {fmt_shape(s.shape)} {s.dtype} {fmt_bytes(s.nbytes)}"
@@ -56,7 +73,7 @@ def value_rows(values: list[Saved]) -> list[list[Cell]]:
 def op_box(op, shared=frozenset()) -> Box:
     freed = any(s.state is SavedState.FREED for s in op.saved)
     rows = [[Cell([Span(op.name, bold=True)], bg=OP)]] + saved_rows(op, shared)
-    return Box(op.id, Table(rows, cellpadding=3, colour=FREED if freed else OP_BORDER), "op")
+    return Box(op.id, Table(rows, cellpadding=3, colour=FREED if freed else EDGE), "op")
 
 
 def short_values(text: str | None, shown: int = GRAD_VALUES_SHOWN) -> str:

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from .marks import Marks
-from .palette import HIGHLIGHT
+from .palette import STOP
 from .scene import Scene
 
 
@@ -27,4 +27,4 @@ def thicken(scene: Scene, marks: Marks) -> None:
             continue                      # a reference box's edge is never on the path
         ends = {(e.origin or e.tail, e.via), (e.via, e.head)} if e.via else {(e.tail, e.head)}
         if ends & marks.path:
-            e.style, e.colour, e.width, e.mark_colour = None, HIGHLIGHT, 3, None
+            e.style, e.colour, e.width, e.mark_colour = None, STOP, 3, None

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from ..snapshot import Role, SavedState, Snapshot, fmt_bytes, fmt_shape
+from .snapshot_boxes import holder_words
 
 STATE_WORDS = {SavedState.HELD: "held", SavedState.FREED: "FREED", SavedState.VALUE: "value",
                SavedState.UNREADABLE: "UNREADABLE"}
@@ -23,7 +24,7 @@ def describe(snap: Snapshot) -> str:
         lines.append(f"{op.id} {op.name}({src}){made}")
         for s in op.saved:
             state = STATE_WORDS[s.state]
-            lines.append(f"    {state:5} {s.describe()}")
+            lines.append(f"    {state:5} {s.describe()}{holder_words(s) if s.state is SavedState.FREED else ''}")
     for t in snap.tensors.values():
         if t.role is Role.LEAF:
             continue
