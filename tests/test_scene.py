@@ -129,3 +129,23 @@ def test_a_short_loop_is_not_folded():
     assert repeats.fold(snapshot(loss)).ops_folded < repeats.FOLD_FROM_OPS
     assert repeats.fold(snapshot(_rnn(3))) is None
     assert "more of the block below" not in draw(loss).dot
+
+
+def test_notebooks_import_only_the_public_api():
+    """helpers.__all__ is the public API; every helpers name a notebook imports is in it, and
+    every name in it resolves."""
+    import nbformat
+
+    import helpers
+    from scripts import notebooks
+
+    for name in helpers.__all__:
+        assert getattr(helpers, name) is not None
+    pattern = re.compile(r"^\s*from helpers(?:\.[\w.]+)? import ([^\n#]+)", re.M)
+    for path in notebooks():
+        for cell in nbformat.read(path, as_version=4).cells:
+            if cell.cell_type != "code":
+                continue
+            for names in pattern.findall(cell.source):
+                for name in (n.strip(" ()") for n in names.split(",")):
+                    assert name in helpers.__all__, f"{path.name} imports {name}, not in helpers.__all__"
