@@ -85,8 +85,9 @@ class Saved:
         if not self.is_tensor:
             return f"{self.slot} = {self.value}"
         stale = f" MODIFIED IN PLACE since saved ({self.modified})" if self.modified else ""
-        if self.state is SavedState.UNREADABLE:
-            stale = f" (reading it raised {self.value})"
+        if self.state is SavedState.UNREADABLE:   # walk.NOT_UNPACKED: it was not read at all
+            read = "" if (self.value or "").startswith("not unpacked") else "reading it raised "
+            stale = f" ({read}{self.value})"
         if self.state is SavedState.RECOMPUTED:
             return f"{self.slot}: {self.value}, not held"
         if self.shape is None:

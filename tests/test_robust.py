@@ -287,3 +287,23 @@ def test_held_by_in_the_stepper_frames():
     last = st.frames[-1].snapshot
     # exp's result is h, still a variable; the 3 that MulBackward0 saved had only the graph
     assert _freed(last) == {"ExpBackward0.result": ("variable h",), "MulBackward0.other": ()}
+
+
+def test_user_saved_tensor_hooks_are_never_run_by_a_drawing():
+    unpacked = []
+
+    def unpack(d):
+        unpacked.append(1)
+        return d["t"]
+
+    x = torch.randn(3, requires_grad=True)
+    with torch.autograd.graph.saved_tensors_hooks(lambda t: {"t": t}, unpack):
+        y = x.exp().sum()
+    text = draw(y).text
+    assert unpacked == []
+    assert "UNREADABLE result: size unknown (not unpacked: a saved-tensor hook keeps it as a dict)" in text
+    with torch.autograd.graph.save_on_cpu():   # keeps a tensor: read as held, without unpacking
+        z = x.exp().sum()
+    assert "held  result: (3,) float32 12 B" in draw(z).text
+    y.backward()
+    assert unpacked == [1]                     # backward's own unpack, once
