@@ -22,6 +22,8 @@ def features(snaps, marks: Marks, grouping=None) -> list[str]:
         present.append("freed")
     if any(s.modified for s in saved):
         present.append("modified")
+    if any(s.state is SavedState.RECOMPUTED for s in saved):
+        present.append("recomputed")
     if any(snap.shared_buffers() for snap in snaps):
         present.append("shared")
     if marks.highlight:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 from collections import Counter
 
-from ..snapshot import SavedState, Snapshot, fmt_bytes
+from ..snapshot import Snapshot
 from .palette import CALL_FILL, CLUSTER
 from .scene import Cell, Span, Table
 
@@ -143,12 +143,8 @@ def _short_list(names) -> list[str]:
 
 def _box(snap: Snapshot, blocks, block_names) -> Table:
     saved = [s for b in blocks for o in b for s in snap.ops[o].saved if s.is_tensor]
-    held = sum(s.nbytes or 0 for s in saved if s.state is SavedState.HELD)
-    freed = sum(s.nbytes or 0 for s in saved if s.state is SavedState.FREED)
     each = len(saved) // len(blocks)
-    money = f"{each} saved tensors each; all {len(blocks)}: {fmt_bytes(held)} held"
-    if freed:
-        money += f", {fmt_bytes(freed)} freed"
+    money = f"{each} saved tensors each; all {len(blocks)}: {snap.memory([o for b in blocks for o in b]).brief()}"
     rows = [[Cell([Span(f"\u00d7{len(blocks)} more of the block below", bold=True)])],
             [Cell([Span(", ".join(_short_list(block_names)))], size=10)],
             [Cell([Span(money)], size=10)],

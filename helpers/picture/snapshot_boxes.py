@@ -17,25 +17,23 @@ def shared_tag() -> list[Span]:
     return [Span("\u00a0"), Span("shared buffer", colour=VALUE, italic=True)]
 
 
-_ABSENT = object()
+def holder(s) -> str:
+    """Who still holds a FREED buffer, in a few words (Saved.held_by, filled by helpers.walk):
+    'still held by leaf x', 'memory returned' (only the graph held it), 'holder unknown' (no walk
+    saw it held before backward: never guessed). A picture's FREED row ends with it."""
+    if s.held_by is None:
+        return "holder unknown"
+    return f"still held by {', '.join(s.held_by)}" if s.held_by else "memory returned"
 
 
 def holder_words(s) -> str:
-    """Who still holds a FREED buffer (Saved.held_by, when the walk knows): ' - memory returned'
-    (only the graph held it), ' - still held by leaf x, no memory returned', ' - holder unknown'
-    (drawn only after backward: never guessed); '' when the snapshot does not say."""
-    held_by = getattr(s, "held_by", _ABSENT)
-    if held_by is _ABSENT:
-        return ""
-    if held_by is None:
-        return " - holder unknown"
-    if not held_by:
-        return " - memory returned"
-    return f" - still held by {', '.join(held_by)}, no memory returned"
+    """The text form's words: ' - memory returned', ' - still held by leaf x, no memory returned',
+    ' - holder unknown'."""
+    return f" - {holder(s)}" + (", no memory returned" if s.held_by else "")
 
 
 def saved_rows(op, shared=frozenset()) -> list[list[Cell]]:
-    """One row per saved tensor (held, FREED, modified in place, unreadable), then settings."""
+    """One row per saved tensor (held, FREED, modified in place, recomputed, unreadable), then settings."""
     rows = []
     for s in op.saved:
         tag = shared_tag() if s.slot in shared else []
@@ -43,13 +41,17 @@ def saved_rows(op, shared=frozenset()) -> list[list[Cell]]:
         if s.state is SavedState.FREED:
             size = alias + ("" if s.shape is None else f" {fmt_shape(s.shape)} {fmt_bytes(s.nbytes)}")
             spans = [Span(f"saved {s.slot}{size}", strike=True), Span("\u00a0\u00a0"),
-                     Span("FREED" + holder_words(s), bold=True)] + tag
+                     Span("FREED", bold=True), Span(f", {holder(s)}")] + tag
             rows.append([Cell(spans, colour=FREED, size=10, align="LEFT")])
         elif s.is_tensor and s.modified:  # held, but changed in place since it was saved
             size = "" if s.shape is None else f": {fmt_shape(s.shape)} {s.dtype} {fmt_bytes(s.nbytes)}"
             spans = [Span(f"saved {s.slot}{alias}{size}"), Span(br=True),
                      Span(f"MODIFIED IN PLACE since saved ({s.modified})", bold=True)]
             rows.append([Cell(spans, colour=MODIFIED, size=10, align="LEFT")])
+        elif s.state is SavedState.RECOMPUTED:  # a checkpoint re-runs the forward for it in backward
+            spans = [Span(f"saved {s.slot}: "), Span("recomputed in backward", bold=True),
+                     Span(" (checkpoint), not held")]
+            rows.append([Cell(spans, colour=VALUE, size=10, align="LEFT")])
         elif s.state is SavedState.UNREADABLE:  # reading it raised something we do not know
             spans = [Span(f"saved {s.slot}: "), Span("unreadable", bold=True), Span(f" ({s.value})")]
             rows.append([Cell(spans, colour=VALUE, size=10, align="LEFT")])
