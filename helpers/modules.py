@@ -37,7 +37,7 @@ from .picture.layout import READABLE_WIDTH_PT, shown_px
 from .picture.palette import CALL_FILL
 from .picture.scene import Cell, Span, Table
 from .picture.text_form import describe
-from .snapshot import GraphInputError, Role, SavedState, Snapshot, fmt_bytes, fmt_shape
+from .snapshot import GraphInputError, Role, SavedState, Snapshot, fmt_bytes, fmt_shape, fmt_total
 from .trace import next_sequence_nr
 from .walk import COUNT_LIMIT, snapshot_with_ids
 
@@ -203,12 +203,15 @@ def _saved_totals(snap: Snapshot, node_ids) -> dict:
     a buffer several of them hold counted once (Snapshot.unique_bytes_by_state)."""
     ops = list(node_ids)
     unique = snap.unique_bytes_by_state(ops)
-    return {"n": sum(1 for _ in snap.saved_tensors(ops)), "held": unique["held"], "freed": unique["freed"]}
+    return {"n": sum(1 for _ in snap.saved_tensors(ops)), "held": unique["held"], "freed": unique["freed"],
+            "memory": snap.memory(ops)}
 
 
 def _money(t: dict) -> str:
     freed = f", {fmt_bytes(t['freed'])} freed" if t["freed"] else ""
-    return f"{t['n']} saved, {fmt_bytes(t['held'])} held{freed}"
+    m = t["memory"]   # held split: what backward frees vs what outlives it (Snapshot.memory)
+    split = f" ({fmt_bytes(m.activations)} activations)" if m.by_reference else ""
+    return f"{t['n']} saved, {fmt_total(t['held'], m.held_unknown)} held{split}{freed}"
 
 
 def module_groups(snap: Snapshot, ids: dict, rec: ModuleRecording, param_names: dict) -> dict:
@@ -663,6 +666,8 @@ def _item(what: str, s, shared: bool) -> list[Span]:
                 Span("FREED", colour=render.FREED, bold=True)] + mark
     if s.state is SavedState.HELD:
         return [Span(what, colour=render.MODIFIED if s.modified else render.HELD)] + mark
+    if s.state is SavedState.RECOMPUTED:
+        return [Span(f"{s.slot}: recomputed in backward", colour=render.VALUE)]
     return [Span(f"{s.slot}: unreadable", colour=render.VALUE)]
 
 

@@ -9,7 +9,7 @@ from .picture import dot_writer, shared_sizes
 from .picture.build import scene_of
 from .picture.dot_writer import esc  # noqa: F401 (re-exported)
 from .picture.far_uses import FAR_RANKS, far_leaf_uses, op_levels  # noqa: F401 (re-exported)
-from .picture.layout import DOT_TIMEOUT_S, engine, laid_out, quiet_fd2, stack_svgs, svg_from_dot, svg_img  # noqa: F401
+from .picture.layout import engine, laid_out, quiet_fd2, stack_svgs, svg_from_dot, svg_img  # noqa: F401
 from .picture.legend import features
 from .picture.marks import NO_MARKS, Grouping, Marks
 from .picture.palette import CHANGED, CLUSTER, FREED, HELD, HIGHLIGHT, LEAF, MODIFIED, NAMED, OP, RAN, STOP, VALUE  # noqa: F401

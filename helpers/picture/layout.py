@@ -1,23 +1,22 @@
 """DOT in, SVG out, and what an SVG's size means at notebook width.
 
-`svg_from_dot` is the one call that lays a picture out (swap it for a bounded layout in one
-place). `svg_size` is the one reader of an SVG's size; `smallest_text_px` and `reads_at` the one
+`svg_from_dot` is the one call that lays a picture out (helpers.layout, engine-robust's bounded
+layout: the DOT is measured, then laid out in-process, simplified in a child process under a time
+limit, or refused). `svg_size` is the one reader of an SVG's size; `smallest_text_px` and `reads_at` the one
 rule for whether a picture reads at OUTPUT_PX: 9 px in Going deeper, 11 px in core paths.
 """
 from __future__ import annotations
 
 import base64
-import contextlib
 import html
-import os
 import re
-import shutil
-import subprocess
+
+from .. import layout as bounded
+from ..layout import engine, quiet_fd2  # noqa: F401 (re-exported)
 
 OUTPUT_PX = 860            # a notebook's output area, in px
 MIN_TEXT_PX = 9.0          # the smallest readable text anywhere (Going deeper)
 CORE_TEXT_PX = 11.0        # ... in a core path (issue 20 §4)
-DOT_TIMEOUT_S = 60
 # A picture up to this wide shows its smallest font (10 pt) at >= 9 px at OUTPUT_PX: 9 pt x 4/3
 # x 860 px / (width pt x 4/3) >= 9 px <=> width <= 860 pt.
 READABLE_WIDTH_PT = 860
@@ -55,53 +54,20 @@ def reads_at(svg: str, min_px: float = MIN_TEXT_PX) -> bool:
     return smallest_text_px(svg) >= min_px
 
 
-@contextlib.contextmanager
-def quiet_fd2():
-    """Silence C-level writes to fd 2 (the bundled fontconfig warns there)."""
-    try:
-        saved = os.dup(2)
-    except OSError:
-        yield
-        return
-    try:
-        with open(os.devnull, "wb") as null:
-            os.dup2(null.fileno(), 2)
-            yield
-    finally:
-        os.dup2(saved, 2)
-        os.close(saved)
-
-
-def engine() -> str:
-    """'dot' if a Graphviz `dot` is on PATH, else 'pygraphviz' (bundled engine).
-    BACKWARD_TWICE_ENGINE=dot|pygraphviz forces one (used by the tests)."""
-    forced = os.environ.get("BACKWARD_TWICE_ENGINE")
-    if forced:
-        return forced
-    return "dot" if shutil.which("dot") else "pygraphviz"
-
-
 def svg_from_dot(source: str) -> str:
-    """THE layout call: every picture's SVG comes from here."""
+    """THE layout call: every picture's SVG comes from here (helpers.layout: under a time limit,
+    simplified or refused when too costly, the picture saying so)."""
     return laid_out(source, "svg")
 
 
 def laid_out(source: str, fmt: str = "svg") -> str:
-    """`source` laid out by dot, written in `fmt` ('svg', 'plain', 'json'), by engine()."""
-    if engine() == "dot":
-        dot = shutil.which("dot")
-        if dot is None:
-            raise RuntimeError("BACKWARD_TWICE_ENGINE=dot but no `dot` program is on PATH")
-        done = subprocess.run([dot, f"-T{fmt}"], input=source.encode(), capture_output=True,
-                              timeout=DOT_TIMEOUT_S)
-        if done.returncode != 0:
-            raise RuntimeError("dot failed: " + done.stderr.decode(errors="replace")[-500:])
-        return done.stdout.decode()
-    with quiet_fd2():
-        import pygraphviz
+    """`source` laid out by dot in `fmt` ('svg', 'plain', 'json'), by helpers.layout."""
+    return bounded.laid_out(source, fmt)
 
-        out = pygraphviz.AGraph(string=source).draw(format=fmt, prog="dot")
-    return out.decode() if isinstance(out, bytes) else out
+
+def layout_note(source: str) -> str | None:
+    """What helpers.layout will simplify or refuse in this source, in words (None: nothing)."""
+    return bounded.note(source)
 
 
 _SVG_HEAD = re.compile(r'<svg width="([\d.]+)pt" height="([\d.]+)pt"\s+viewBox="([^"]*)"')

@@ -42,14 +42,20 @@ def saved_rows(op, shared=frozenset()) -> list[list[Cell]]:
         alias = f" {s.alias_note()}" if s.alias else ""
         if s.state is SavedState.FREED:
             size = alias + ("" if s.shape is None else f" {fmt_shape(s.shape)} {fmt_bytes(s.nbytes)}")
-            spans = [Span(f"saved {s.slot}{size}", strike=True), Span("\u00a0\u00a0"),
-                     Span("FREED" + holder_words(s), bold=True)] + tag
+            spans = [Span(f"saved {s.slot}{size}", strike=True), Span("\u00a0\u00a0"), Span("FREED", bold=True)] + tag
+            holder = holder_words(s)
+            if holder:             # on a line of its own: a FREED row no wider than before
+                spans += [Span(br=True), Span(holder.removeprefix(" - "))]
             rows.append([Cell(spans, colour=FREED, size=10, align="LEFT")])
         elif s.is_tensor and s.modified:  # held, but changed in place since it was saved
             size = "" if s.shape is None else f": {fmt_shape(s.shape)} {s.dtype} {fmt_bytes(s.nbytes)}"
             spans = [Span(f"saved {s.slot}{alias}{size}"), Span(br=True),
                      Span(f"MODIFIED IN PLACE since saved ({s.modified})", bold=True)]
             rows.append([Cell(spans, colour=MODIFIED, size=10, align="LEFT")])
+        elif s.state is SavedState.RECOMPUTED:  # a checkpoint re-runs the forward for it in backward
+            spans = [Span(f"saved {s.slot}: "), Span("recomputed in backward", bold=True),
+                     Span(" (checkpoint), not held")]
+            rows.append([Cell(spans, colour=VALUE, size=10, align="LEFT")])
         elif s.state is SavedState.UNREADABLE:  # reading it raised something we do not know
             spans = [Span(f"saved {s.slot}: "), Span("unreadable", bold=True), Span(f" ({s.value})")]
             rows.append([Cell(spans, colour=VALUE, size=10, align="LEFT")])

@@ -1,11 +1,11 @@
 """The text form of a picture (what nbval compares), built from the Snapshot its scene is built from."""
 from __future__ import annotations
 
-from ..snapshot import Role, SavedState, Snapshot, fmt_bytes, fmt_shape
+from ..snapshot import Role, SavedState, Snapshot, fmt_bytes, fmt_shape, fmt_total
 from .snapshot_boxes import holder_words
 
 STATE_WORDS = {SavedState.HELD: "held", SavedState.FREED: "FREED", SavedState.VALUE: "value",
-               SavedState.UNREADABLE: "UNREADABLE"}
+               SavedState.UNREADABLE: "UNREADABLE", SavedState.RECOMPUTED: "recomputed"}
 
 
 def describe(snap: Snapshot) -> str:
@@ -33,8 +33,11 @@ def describe(snap: Snapshot) -> str:
     n = snap.count_by_state()
     b = snap.bytes_by_state()
     other = f", {n['unreadable']} unreadable" if "unreadable" in n else ""
-    lines.append(f"saved tensors: {n['held']} held ({fmt_bytes(b['held'])}), "
-                 f"{n['freed']} freed ({fmt_bytes(b['freed'])}){other}")
+    m = snap.memory()    # unknown sizes are counted apart, never as 0 B
+    lines.append(f"saved tensors: {n['held']} held ({fmt_total(b['held'], m.held_unknown)}), "
+                 f"{n['freed']} freed ({fmt_total(b['freed'], m.freed_unknown)}){other}")
+    if m.by_reference:
+        lines.append(f"memory {m.words()}")
     shared = snap.shared_buffers()
     if shared:
         u = snap.unique_bytes_by_state()
