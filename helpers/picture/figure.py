@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import re
 
-from .layout import MIN_TEXT_PX, note, reads_at, smallest_text_px, stack_svgs, svg_from_dot, svg_img, svg_width_pt
+from .layout import MIN_TEXT_PX, layout_note, reads_at, smallest_text_px, stack_svgs, svg_from_dot, svg_img, svg_width_pt
 
 # Every picture's output carries the DOT it was drawn from (sizes measured by a layout blanked:
 # they depend on the Graphviz build and fonts). nbval compares it like text/plain, so a fresh run
@@ -33,8 +33,9 @@ class Picture:
     def __init__(self, dot_source: str, text: str, alternative: tuple[str, ...] | None = None,
                  simpler=None):
         self.dot = dot_source
-        said = note(dot_source)     # the layout's own words when it simplifies or refuses it
-        self.text = text if said is None else f"{text}\n{said}"
+        # a picture too costly to lay out as drawn is simplified or refused (helpers.layout): its
+        # text says so (deterministic: it depends on the source only)
+        self.text = text if layout_note(dot_source) is None else f"{text}\n{layout_note(dot_source)}"
         self.alternative = alternative
         self.simpler = simpler
         self.stacked = False

@@ -1,9 +1,9 @@
 """DOT in, SVG out, and what an SVG's size means at notebook width.
 
-`svg_from_dot` is the one call that lays a picture out; it goes through helpers.layout, the one
-place DOT becomes SVG (under a time limit; it imports nothing from helpers). `svg_size` is the one
-reader of an SVG's size; `smallest_text_px` and `reads_at` the one rule for whether a picture
-reads at OUTPUT_PX: 9 px in Going deeper, 11 px in core paths.
+`svg_from_dot` is the one call that lays a picture out (helpers.layout, engine-robust's bounded
+layout: the DOT is measured, then laid out in-process, simplified in a child process under a time
+limit, or refused). `svg_size` is the one reader of an SVG's size; `smallest_text_px` and `reads_at` the one
+rule for whether a picture reads at OUTPUT_PX: 9 px in Going deeper, 11 px in core paths.
 """
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ import base64
 import html
 import re
 
-from ..layout import engine, laid_out, note, quiet_fd2  # noqa: F401 (re-exported: the one layout)
+from .. import layout as bounded
+from ..layout import engine, quiet_fd2  # noqa: F401 (re-exported)
 
 OUTPUT_PX = 860            # a notebook's output area, in px
 MIN_TEXT_PX = 9.0          # the smallest readable text anywhere (Going deeper)
@@ -54,9 +55,19 @@ def reads_at(svg: str, min_px: float = MIN_TEXT_PX) -> bool:
 
 
 def svg_from_dot(source: str) -> str:
-    """THE layout call: every picture's SVG comes from here, through helpers.layout (bounded:
-    a costly source is simplified or refused, and its picture says so)."""
+    """THE layout call: every picture's SVG comes from here (helpers.layout: under a time limit,
+    simplified or refused when too costly, the picture saying so)."""
     return laid_out(source, "svg")
+
+
+def laid_out(source: str, fmt: str = "svg") -> str:
+    """`source` laid out by dot in `fmt` ('svg', 'plain', 'json'), by helpers.layout."""
+    return bounded.laid_out(source, fmt)
+
+
+def layout_note(source: str) -> str | None:
+    """What helpers.layout will simplify or refuse in this source, in words (None: nothing)."""
+    return bounded.note(source)
 
 
 _SVG_HEAD = re.compile(r'<svg width="([\d.]+)pt" height="([\d.]+)pt"\s+viewBox="([^"]*)"')

@@ -17,31 +17,35 @@ def shared_tag() -> list[Span]:
     return [Span("\u00a0"), Span("shared buffer", colour=VALUE, italic=True)]
 
 
-def holder(s) -> str:
-    """Who still holds a FREED buffer, in a few words (Saved.held_by, filled by helpers.walk):
-    'still held by leaf x', 'memory returned' (only the graph held it), 'holder unknown' (no walk
-    saw it held before backward: never guessed). A picture's FREED row ends with it."""
-    if s.held_by is None:
-        return "holder unknown"
-    return f"still held by {', '.join(s.held_by)}" if s.held_by else "memory returned"
+_ABSENT = object()
 
 
 def holder_words(s) -> str:
-    """The text form's words: ' - memory returned', ' - still held by leaf x, no memory returned',
-    ' - holder unknown'."""
-    return f" - {holder(s)}" + (", no memory returned" if s.held_by else "")
+    """Who still holds a FREED buffer (Saved.held_by, when the walk knows): ' - memory returned'
+    (only the graph held it), ' - still held by leaf x, no memory returned', ' - holder unknown'
+    (drawn only after backward: never guessed); '' when the snapshot does not say."""
+    held_by = getattr(s, "held_by", _ABSENT)
+    if held_by is _ABSENT:
+        return ""
+    if held_by is None:
+        return " - holder unknown"
+    if not held_by:
+        return " - memory returned"
+    return f" - still held by {', '.join(held_by)}, no memory returned"
 
 
 def saved_rows(op, shared=frozenset()) -> list[list[Cell]]:
-    """One row per saved tensor (held, FREED, modified in place, recomputed, unreadable), then settings."""
+    """One row per saved tensor (held, FREED, modified in place, unreadable), then settings."""
     rows = []
     for s in op.saved:
         tag = shared_tag() if s.slot in shared else []
         alias = f" {s.alias_note()}" if s.alias else ""
         if s.state is SavedState.FREED:
             size = alias + ("" if s.shape is None else f" {fmt_shape(s.shape)} {fmt_bytes(s.nbytes)}")
-            spans = [Span(f"saved {s.slot}{size}", strike=True), Span("\u00a0\u00a0"),
-                     Span("FREED", bold=True), Span(f", {holder(s)}")] + tag
+            spans = [Span(f"saved {s.slot}{size}", strike=True), Span("\u00a0\u00a0"), Span("FREED", bold=True)] + tag
+            holder = holder_words(s)
+            if holder:             # on a line of its own: a FREED row no wider than before
+                spans += [Span(br=True), Span(holder.removeprefix(" - "))]
             rows.append([Cell(spans, colour=FREED, size=10, align="LEFT")])
         elif s.is_tensor and s.modified:  # held, but changed in place since it was saved
             size = "" if s.shape is None else f": {fmt_shape(s.shape)} {s.dtype} {fmt_bytes(s.nbytes)}"
