@@ -134,18 +134,32 @@ class MemoryTotals:
         return self.held.get(SavedKind.ACTIVATION, 0)
 
     @property
+    def leaves(self) -> int:
+        """Held bytes of leaves (parameters) saved by reference: they outlive backward."""
+        return self.held.get(SavedKind.LEAF, 0)
+
+    @property
+    def inputs(self) -> int:
+        """Held bytes of inputs made outside the graph: backward frees them unless something
+        else (a variable, a dataset) still holds them."""
+        return self.held.get(SavedKind.INPUT, 0)
+
+    @property
     def by_reference(self) -> int:
-        """Held bytes of leaves (parameters) and inputs saved by reference: backward does not return them."""
-        return sum(self.held.get(k, 0) for k in BY_REFERENCE)
+        """Held bytes of leaves and inputs saved by reference (not made by the graph)."""
+        return self.leaves + self.inputs
 
     def words(self) -> str:
-        """'held 296.0 KiB: 8.0 KiB activations (backward frees them), 288.0 KiB parameters
-        and inputs saved by reference (they outlive backward)'."""
+        """'held 296.0 KiB: 8.0 KiB activations (backward frees them), 288.0 KiB of leaves
+        (parameters) saved by reference (they outlive backward)'."""
         total = sum(self.held.values())
         parts = [f"{fmt_bytes(self.activations)} activations (backward frees them)"]
-        if self.by_reference:
-            parts.append(f"{fmt_bytes(self.by_reference)} parameters and inputs saved by reference "
+        if self.leaves:
+            parts.append(f"{fmt_bytes(self.leaves)} of leaves (parameters) saved by reference "
                          "(they outlive backward)")
+        if self.inputs:
+            parts.append(f"{fmt_bytes(self.inputs)} of inputs made outside the graph (freed too, "
+                         "unless something else holds them)")
         if self.held.get("unknown"):
             parts.append(f"{fmt_bytes(self.held['unknown'])} of unknown origin")
         return f"held {fmt_total(total, self.held_unknown)}: " + ", ".join(parts)

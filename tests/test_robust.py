@@ -195,7 +195,8 @@ def test_memory_totals_separate_activations_from_parameters_and_inputs_saved_by_
     assert fmt_bytes(total) in pic.text.splitlines()[1]
     flat = draw(loss, max_nodes=20_000).text
     assert (f"memory held {fmt_bytes(total)}: {fmt_bytes(m.activations)} activations (backward frees them), "
-            f"{fmt_bytes(m.by_reference)} parameters and inputs saved by reference") in flat
+            f"{fmt_bytes(m.leaves)} of leaves (parameters) saved by reference (they outlive backward), "
+            f"{fmt_bytes(m.inputs)} of inputs made outside the graph") in flat
     loss.backward()
     after = snapshot(loss, max_nodes=20_000).memory()
     assert after.held == {} and after.freed > 0      # sizes known: recorded by the walk before
@@ -307,3 +308,14 @@ def test_user_saved_tensor_hooks_are_never_run_by_a_drawing():
     assert "held  result: (3,) float32 12 B" in draw(z).text
     y.backward()
     assert unpacked == [1]                     # backward's own unpack, once
+
+
+def test_an_input_only_the_graph_holds_is_freed_by_backward_as_its_words_say():
+    w = torch.tensor([0.5], requires_grad=True)     # 08's tiny loop: x is rebound every step
+    loss = ((w * torch.randn(4) - 1.0) ** 2).mean()
+    snap = snapshot(loss, names={"w": w})
+    assert "of inputs made outside the graph (freed too, unless something else holds them)" in \
+        snap.memory().words()
+    loss.backward()
+    held_by = {f"{op.name}.{s.slot}": s.held_by for op, s in snapshot(loss).saved_tensors()}
+    assert held_by["MulBackward0.other"] == ()      # the random input: memory returned
