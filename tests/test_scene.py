@@ -125,6 +125,25 @@ def test_repeated_structure_reads_at_notebook_width(make):
         assert pic.simplified and "to read at notebook width (max_nodes= draws more)" in pic.dot
 
 
+def test_an_unrolled_rnn_after_backward_stays_folded_with_who_holds_each_freed_buffer():
+    """engine-merge: the FREED rows' holder lines (Saved.held_by, known here: a walk saw the graph
+    before backward) must not widen the folded picture past reading, or draw() falls back to
+    the cap and most of the graph is not drawn."""
+    torch.manual_seed(0)
+    cell = nn.RNNCell(4, 4)
+    h, xs = torch.zeros(1, 4), torch.randn(20, 1, 4)
+    for t in range(20):
+        h = cell(xs[t], h)
+    loss = h.sum()
+    names = dict(cell.named_parameters())
+    snapshot(loss, names=names)
+    loss.backward()
+    pic = draw(loss, names=names)
+    assert "still held by leaf" in pic.dot and "memory returned" in pic.dot
+    assert reads_at(pic.svg, MIN_TEXT_PX) and not pic.simplified, smallest_text_px(pic.svg)
+    assert "more of the block below" in pic.dot
+
+
 def test_a_short_loop_is_not_folded():
     loss = _rnn(5)        # 4 identical blocks, 18 ops: too few to hide, drawn op by op
     assert repeats.fold(snapshot(loss)).ops_folded < repeats.FOLD_FROM_OPS

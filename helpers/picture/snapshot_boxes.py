@@ -44,8 +44,9 @@ def saved_rows(op, shared=frozenset()) -> list[list[Cell]]:
             size = alias + ("" if s.shape is None else f" {fmt_shape(s.shape)} {fmt_bytes(s.nbytes)}")
             spans = [Span(f"saved {s.slot}{size}", strike=True), Span("\u00a0\u00a0"), Span("FREED", bold=True)] + tag
             holder = holder_words(s)
-            if holder:             # on a line of its own: a FREED row no wider than before
-                spans += [Span(br=True), Span(holder.removeprefix(" - "))]
+            if holder:             # on a line of its own: a FREED row no wider than before ('still
+                # held by x' says no memory was returned: the text form says it in words)
+                spans += [Span(br=True), Span(holder.removeprefix(" - ").removesuffix(", no memory returned"))]
             rows.append([Cell(spans, colour=FREED, size=10, align="LEFT")])
         elif s.is_tensor and s.modified:  # held, but changed in place since it was saved
             size = "" if s.shape is None else f": {fmt_shape(s.shape)} {s.dtype} {fmt_bytes(s.nbytes)}"
