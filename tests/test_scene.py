@@ -111,6 +111,10 @@ def test_an_unrolled_rnn_is_its_last_block_and_one_box_for_the_rest():
     pic = draw(loss)
     assert pic.text.endswith("picture: " + folded.words)
     assert "&#215;18 more of the block below" in pic.dot
+    chain, _ = _tanh_chain()
+    # 148 folded blocks each save w (one 64 B buffer), h (16 B) and tanh's result, which is the next
+    # block's h: 64 + 148 x 16 = 2,432 B (4.7 KiB when every slot counts its buffer again)
+    assert "all 148: 2.4 KiB held (a buffer counted once)" in draw(chain).dot
     # the text form still lists every op: two matrix products a step
     assert len(re.findall(r"^\w+ AddmmBackward0\(", pic.text, flags=re.M)) == 2 * 20
 

@@ -143,10 +143,15 @@ def _short_list(names) -> list[str]:
 
 def _box(snap: Snapshot, blocks, block_names) -> Table:
     saved = [s for b in blocks for o in b for s in snap.ops[o].saved if s.is_tensor]
-    held = sum(s.nbytes or 0 for s in saved if s.state is SavedState.HELD)
-    freed = sum(s.nbytes or 0 for s in saved if s.state is SavedState.FREED)
+
+    def once(state):      # a buffer several slots hold (the shared weight) counts once
+        sizes = {(s.storage if s.storage is not None else i): s.nbytes or 0
+                 for i, s in enumerate(saved) if s.state is state}
+        return sum(sizes.values())
+
+    held, freed = once(SavedState.HELD), once(SavedState.FREED)
     each = len(saved) // len(blocks)
-    money = f"{each} saved tensors each; all {len(blocks)}: {fmt_bytes(held)} held"
+    money = f"{each} saved tensors each; all {len(blocks)}: {fmt_bytes(held)} held (a buffer counted once)"
     if freed:
         money += f", {fmt_bytes(freed)} freed"
     rows = [[Cell([Span(f"\u00d7{len(blocks)} more of the block below", bold=True)])],
