@@ -14,7 +14,7 @@ _WHERE = {
     # pictures of the autograd graph: draw, a before/after pair, a step-by-step backward
     "draw": "graph", "watch": "graph", "compare": "graph",
     "step_through": "stepper", "record_modules": "modules",
-    "StepClock": "diagnose", "draw_steps": "diagnose", "why_backward_failed": "diagnose",
+    "StepClock": "diagnosis_picture", "draw_steps": "diagnosis_picture", "why_backward_failed": "diagnose",
     "enable_magic": "diagnose", "legend": "picture.palette",
     "shown_px": "picture.layout", "SCREEN_PX": "modules",
     # reading the graph and its memory

@@ -111,6 +111,11 @@ def test_an_unrolled_rnn_is_its_last_block_and_one_box_for_the_rest():
     pic = draw(loss)
     assert pic.text.endswith("picture: " + folded.words)
     assert "&#215;18 more of the block below" in pic.dot
+    chain, _ = _tanh_chain()
+    # 148 folded blocks each save w (one 64 B buffer), h (16 B) and tanh's result, which is the next
+    # block's h: 64 + 148 x 16 = 2,432 B (4.7 KiB when every slot counts its buffer again), of which
+    # 148 x 16 = 2,368 B are activations (w is a leaf, saved by reference)
+    assert "all 148, a buffer counted once: 2.4 KiB held (2.3 KiB activations)" in draw(chain).dot
     # the text form still lists every op: two matrix products a step
     assert len(re.findall(r"^\w+ AddmmBackward0\(", pic.text, flags=re.M)) == 2 * 20
 
@@ -169,3 +174,40 @@ def test_notebooks_import_only_the_public_api():
             for names in pattern.findall(cell.source):
                 for name in (n.strip(" ()") for n in names.split(",")):
                     assert name in helpers.__all__, f"{path.name} imports {name}, not in helpers.__all__"
+
+
+def test_after_view_marks_the_changes_and_fades_the_rest():
+    from helpers import watch
+    from helpers.picture import palette
+
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    y = x * 2
+    y.retain_grad()
+    z = (y.exp() * x).sum()
+    with watch(z, names={"x": x, "y": y, "z": z}, title="z.backward()") as w:
+        z.backward()
+    view = w.after_view()
+    assert view.text.startswith("after z.backward(): what changed (unchanged boxes faded)")
+    assert palette.FADED in view.dot and palette.CHANGED in view.dot and palette.FREED in view.dot
+    only_y = w.after_view(spotlight=["y"]).dot
+    # with y alone in the spotlight no FREED row keeps its red (the legend still explains red)
+    boxes = [line for line in only_y.splitlines() if "[label=<<TABLE" in line and "legend" not in line]
+    assert not any(palette.FREED in line for line in boxes)
+    assert any("retains grad" in line and palette.CHANGED in line for line in boxes)
+    with pytest.raises(Exception, match="no tensor named"):
+        w.after_view(spotlight=["nope"])
+
+
+def test_the_static_stepper_can_show_only_the_frames_that_change_something():
+    from helpers import step_through
+
+    a = torch.tensor([1.0, 2.0], requires_grad=True)
+    c = (a.exp() * a).sum()
+    st = step_through(lambda: c.backward(), c, names={"a": a, "c": c}, frames="changes")
+    shown = st.changing()
+    assert shown[0] == 0 and shown[-1] == len(st.frames) - 1 and len(shown) < len(st.frames)
+    for i in range(1, len(st.frames) - 1):      # a frame left out releases nothing and changes no .grad
+        f = st.frames[i]
+        assert (i in shown) == bool(f.released or f.grad_changes or f.error)
+    assert st.html.count('class="bt-frame"') == len(shown)
+    assert f"{len(shown)} of {len(st.frames)} frames" in st.html and "static form: frames" in st.text

@@ -144,7 +144,10 @@ def _short_list(names) -> list[str]:
 def _box(snap: Snapshot, blocks, block_names) -> Table:
     saved = [s for b in blocks for o in b for s in snap.ops[o].saved if s.is_tensor]
     each = len(saved) // len(blocks)
-    money = f"{each} saved tensors each; all {len(blocks)}: {snap.memory([o for b in blocks for o in b]).brief()}"
+    # a buffer several slots hold (the shared weight) counts once; activations apart; an unknown
+    # size never as 0 B (Snapshot.memory)
+    money = (f"{each} saved tensors each; all {len(blocks)}, a buffer counted once: "
+             f"{snap.memory([o for b in blocks for o in b]).brief()}")
     rows = [[Cell([Span(f"\u00d7{len(blocks)} more of the block below", bold=True)])],
             [Cell([Span(", ".join(_short_list(block_names)))], size=10)],
             [Cell([Span(money)], size=10)],
