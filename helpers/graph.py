@@ -20,7 +20,7 @@ from .picture import repeats
 from .picture.figure import DOT_MIME, Picture, dot_record  # noqa: F401 (re-exported)
 from .picture.layout import MIN_TEXT_PX, OUTPUT_PX, READABLE_WIDTH_PT, smallest_text_px, svg_width_pt  # noqa: F401
 from .picture.text_form import STATE_WORDS, describe  # noqa: F401 (re-exported)
-from .snapshot import GraphInputError, Role, Snapshot, fmt_bytes
+from .snapshot import GraphInputError, Role, Snapshot, fmt_total
 from .trace import BackwardTrace
 from .walk import node_key, snapshot, snapshot_with_ids
 
@@ -94,9 +94,10 @@ def changes(before: Snapshot, after: Snapshot) -> str:
         biggest: dict = {}        # a buffer several freed slots held counts once
         for i, (_, sv) in enumerate(freed):
             key = sv.storage if sv.storage is not None else i
-            biggest[key] = max(biggest.get(key, 0), sv.nbytes or 0)
-        total = sum(biggest.values())
-        lines.append(f"freed {len(freed)} saved tensor(s), {fmt_bytes(total)}: "
+            if sv.nbytes is not None:     # an unknown size is never added as 0 B
+                biggest[key] = max(biggest.get(key, 0), sv.nbytes)
+        unknown = sum(1 for _, sv in freed if sv.nbytes is None)
+        lines.append(f"freed {len(freed)} saved tensor(s), {fmt_total(sum(biggest.values()), unknown)}: "
                      + ", ".join(f"{op.name}.{s.slot}" for op, s in freed))
     else:
         lines.append("freed nothing")

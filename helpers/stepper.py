@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 
 from . import render
 from .graph import DOT_MIME, dot_record
-from .snapshot import GraphInputError, Role, SavedState, Snapshot, fmt_bytes, fmt_values
+from .snapshot import GraphInputError, Role, SavedState, Snapshot, fmt_total, fmt_values
 from .trace import BackwardTrace, Step
 from .walk import snapshot, snapshot_with_ids
 
@@ -90,7 +90,7 @@ class Stepper:
     def caption(self, i: int) -> str:
         f, n = self.frames[i], len(self.frames) - 1
         snap = f.snapshot
-        held = snap.count_by_state()["held"], fmt_bytes(snap.bytes_by_state()["held"])
+        held = snap.count_by_state()["held"], fmt_total(snap.bytes_by_state()["held"], snap.memory().held_unknown)
         if i == 0:
             lines = [f"before the call: {held[0]} saved tensor(s) held ({held[1]}); no node has run"]
         elif f.error is not None:
