@@ -95,8 +95,8 @@ ERRORS = [
     ("focus empty list", lambda: draw(leaf(1) * 2, focus=[]), "at least one tensor"),
     ("focus without a graph", lambda: draw(leaf(1) * 2, focus=torch.ones(1)), "focus has no autograd graph"),
     ("focus detached", lambda: _focus_detached(), ".detach()ed copy"),
-    # focus= with modules= composes now (tests/test_fuzz_renderer.py); expand= without modules= is nonsense
-    ("expand without modules=", lambda: draw(leaf(1) * 2, expand=True), "it needs modules=model too"),
+    ("focus with modules=", lambda: draw(leaf(1) * 2, modules=torch.nn.Linear(1, 1), focus=leaf(1)),
+     "do not go together"),
 ]
 
 
@@ -146,7 +146,6 @@ DRAWS = [
     ("bfloat16", lambda: draw(leaf(2, dtype=torch.bfloat16).exp()), lambda p: "bfloat16 4 B" in p.text),
     ("complex", lambda: draw((leaf(2, dtype=torch.complex64) * 2).abs()), lambda p: "complex64" in p.text),
     ("float64", lambda: draw(leaf(2, dtype=torch.float64).sin()), lambda p: "float64 16 B" in p.text),
-    # rows 1 and 3 of the (5, 2) table get a grad of ones: 4 stored values, norm sqrt(4) = 2
     ("sparse grad", lambda: draw(_sparse_grad()), lambda p: "grad=(5, 2) sparse_coo, 4 stored values, norm 2" in p.text),
     ("saved tensor changed in place", lambda: draw(_modified_saved_tensor()),
      lambda p: "held  result: size unknown MODIFIED IN PLACE since saved (version 0 -> 1)" in p.text),
