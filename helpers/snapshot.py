@@ -128,6 +128,7 @@ class MemoryTotals:
     held_unknown: int          # held slots whose size was not recorded
     freed: int
     freed_unknown: int         # freed slots whose size no earlier walk recorded
+    freed_kept: int = 0        # freed bytes someone else still holds (Saved.held_by): not returned
 
     @property
     def activations(self) -> int:
@@ -165,13 +166,16 @@ class MemoryTotals:
         return f"held {fmt_total(total, self.held_unknown)}: " + ", ".join(parts)
 
     def brief(self) -> str:
-        """'296.0 KiB held (8.0 KiB activations), 1.0 KiB freed': one line for a box that stands
-        for several ops (a module call, a folded run); a freed size no walk saw is never 0 B."""
+        """'296.0 KiB held (8.0 KiB activations)', '121.5 KiB freed (40.0 KiB of it still held
+        elsewhere)': one line for a box that stands for several ops (a module call, a folded run);
+        a freed size no walk saw is never 0 B."""
         out = f"{fmt_total(sum(self.held.values()), self.held_unknown)} held"
         if self.by_reference:
             out += f" ({fmt_bytes(self.activations)} activations)"
         if self.freed:
             out += f", {fmt_total(self.freed, self.freed_unknown)} freed"
+            if self.freed_kept:      # the graph let go, but a leaf or a variable still holds it
+                out += f" ({fmt_bytes(self.freed_kept)} of it still held elsewhere)"
         elif self.freed_unknown:
             out += f", {self.freed_unknown} freed (size{'s' * (self.freed_unknown > 1)} unknown)"
         return out
@@ -373,7 +377,8 @@ class Snapshot:
                 kind = s.kind or "unknown"
                 held[kind] = held.get(kind, 0) + s.nbytes
         freed = sum(s.nbytes for s in biggest.values() if s.state is SavedState.FREED)
-        return MemoryTotals(held, held_unknown, freed, freed_unknown)
+        kept = sum(s.nbytes for s in biggest.values() if s.state is SavedState.FREED and s.held_by)
+        return MemoryTotals(held, held_unknown, freed, freed_unknown, kept)
 
     def count_by_state(self) -> dict[str, int]:
         """{"held": n, "freed": n}, plus "unreadable" only when present (plain str keys)."""

@@ -319,3 +319,24 @@ def test_an_input_only_the_graph_holds_is_freed_by_backward_as_its_words_say():
     loss.backward()
     held_by = {f"{op.name}.{s.slot}": s.held_by for op, s in snapshot(loss).saved_tensors()}
     assert held_by["MulBackward0.other"] == ()      # the random input: memory returned
+
+
+# ---------------------------------------------------------------- engine-merge: held_by in the totals
+def test_a_module_box_after_backward_says_how_much_of_what_was_freed_is_still_held():
+    """A box that stands for several ops (module call, folded run) sums what backward freed; the
+    parameters, BN running stats and x in that sum were never returned (Saved.held_by)."""
+    from helpers.modules import record_modules
+    from helpers.snapshot import fmt_bytes
+
+    model, x = small_resnet(), torch.randn(2, 3, 8, 8)
+    with record_modules(model):
+        loss = model(x).sum()
+    before = snapshot(loss, max_nodes=20_000).memory()      # a walk before backward: holders known
+    loss.backward()
+    m = snapshot(loss, max_nodes=20_000).memory()
+    assert m.freed == before.activations + before.by_reference and m.held == {}
+    assert m.freed_kept == before.by_reference > 0           # all of it still alive: model and x
+    text = draw(loss, modules=model).text
+    assert f"{fmt_bytes(m.freed)} freed ({fmt_bytes(m.freed_kept)} of it still held elsewhere)" in text
+    relu = next(line for line in text.splitlines() if line.strip().startswith("2: ReLU"))
+    assert "freed" in relu and "still held" not in relu     # its result: only the graph held it
