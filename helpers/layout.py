@@ -60,11 +60,11 @@ def measure(source: str) -> Cost:
     longest path down to a sink (the roots are drawn at the bottom; an input sits just above
     its deepest use, as dot places it)."""
     succ: dict[str, list[str]] = defaultdict(list)
-    nodes: set[str] = set()
+    nodes: dict[str, None] = {}      # in order of appearance: the same source, the same result
     edges = 0
     for tail, head in _EDGE.findall(source):
         succ[tail].append(head)
-        nodes.update((tail, head))
+        nodes.update(dict.fromkeys((tail, head)))
         edges += 1
     height: dict[str, int] = {}
     for start in nodes:                      # iterative, memoised; a cycle is cut where it closes

@@ -85,8 +85,9 @@ class Saved:
         if not self.is_tensor:
             return f"{self.slot} = {self.value}"
         stale = f" MODIFIED IN PLACE since saved ({self.modified})" if self.modified else ""
-        if self.state is SavedState.UNREADABLE:
-            stale = f" (reading it raised {self.value})"
+        if self.state is SavedState.UNREADABLE:   # walk.NOT_UNPACKED: it was not read at all
+            read = "" if (self.value or "").startswith("not unpacked") else "reading it raised "
+            stale = f" ({read}{self.value})"
         if self.state is SavedState.RECOMPUTED:
             return f"{self.slot}: {self.value}, not held"
         if self.shape is None:
@@ -127,27 +128,57 @@ class MemoryTotals:
     held_unknown: int          # held slots whose size was not recorded
     freed: int
     freed_unknown: int         # freed slots whose size no earlier walk recorded
+    freed_kept: int = 0        # freed bytes someone else still holds (Saved.held_by): not returned
 
     @property
     def activations(self) -> int:
         return self.held.get(SavedKind.ACTIVATION, 0)
 
     @property
+    def leaves(self) -> int:
+        """Held bytes of leaves (parameters) saved by reference: they outlive backward."""
+        return self.held.get(SavedKind.LEAF, 0)
+
+    @property
+    def inputs(self) -> int:
+        """Held bytes of inputs made outside the graph: backward frees them unless something
+        else (a variable, a dataset) still holds them."""
+        return self.held.get(SavedKind.INPUT, 0)
+
+    @property
     def by_reference(self) -> int:
-        """Held bytes of leaves (parameters) and inputs saved by reference: backward does not return them."""
-        return sum(self.held.get(k, 0) for k in BY_REFERENCE)
+        """Held bytes of leaves and inputs saved by reference (not made by the graph)."""
+        return self.leaves + self.inputs
 
     def words(self) -> str:
-        """'held 296.0 KiB: 8.0 KiB activations (backward frees them), 288.0 KiB parameters
-        and inputs saved by reference (they outlive backward)'."""
+        """'held 296.0 KiB: 8.0 KiB activations (backward frees them), 288.0 KiB of leaves
+        (parameters) saved by reference (they outlive backward)'."""
         total = sum(self.held.values())
         parts = [f"{fmt_bytes(self.activations)} activations (backward frees them)"]
-        if self.by_reference:
-            parts.append(f"{fmt_bytes(self.by_reference)} parameters and inputs saved by reference "
+        if self.leaves:
+            parts.append(f"{fmt_bytes(self.leaves)} of leaves (parameters) saved by reference "
                          "(they outlive backward)")
+        if self.inputs:
+            parts.append(f"{fmt_bytes(self.inputs)} of inputs made outside the graph (freed too, "
+                         "unless something else holds them)")
         if self.held.get("unknown"):
             parts.append(f"{fmt_bytes(self.held['unknown'])} of unknown origin")
         return f"held {fmt_total(total, self.held_unknown)}: " + ", ".join(parts)
+
+    def brief(self) -> str:
+        """'296.0 KiB held (8.0 KiB activations)', '121.5 KiB freed (40.0 KiB of it still held
+        elsewhere)': one line for a box that stands for several ops (a module call, a folded run);
+        a freed size no walk saw is never 0 B."""
+        out = f"{fmt_total(sum(self.held.values()), self.held_unknown)} held"
+        if self.by_reference:
+            out += f" ({fmt_bytes(self.activations)} activations)"
+        if self.freed:
+            out += f", {fmt_total(self.freed, self.freed_unknown)} freed"
+            if self.freed_kept:      # the graph let go, but a leaf or a variable still holds it
+                out += f" ({fmt_bytes(self.freed_kept)} of it still held elsewhere)"
+        elif self.freed_unknown:
+            out += f", {self.freed_unknown} freed (size{'s' * (self.freed_unknown > 1)} unknown)"
+        return out
 
 
 @dataclass
@@ -346,7 +377,8 @@ class Snapshot:
                 kind = s.kind or "unknown"
                 held[kind] = held.get(kind, 0) + s.nbytes
         freed = sum(s.nbytes for s in biggest.values() if s.state is SavedState.FREED)
-        return MemoryTotals(held, held_unknown, freed, freed_unknown)
+        kept = sum(s.nbytes for s in biggest.values() if s.state is SavedState.FREED and s.held_by)
+        return MemoryTotals(held, held_unknown, freed, freed_unknown, kept)
 
     def count_by_state(self) -> dict[str, int]:
         """{"held": n, "freed": n}, plus "unreadable" only when present (plain str keys)."""

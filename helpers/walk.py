@@ -165,6 +165,7 @@ def _storage_key(t):
 # (None when no hook was installed, or once backward freed it) and `data` (what the pack hook
 # returned, None once freed) are read without unpacking. Guarded by tests/test_internals.py.
 
+NOT_UNPACKED = "not unpacked"   # Saved.value of a slot a hook packed into something not a tensor
 SAFE_UNPACK_HOOKS: set = set()   # unpack hooks that run no user code (helpers.memory registers its own)
 
 
@@ -212,7 +213,7 @@ def _packed_saved(slot, packed, storages, node) -> Saved:
     if kept is not None:
         return _tensor_saved(slot, kept, storages, node)
     return Saved(slot, True, SavedState.UNREADABLE,
-                 value=f"kept by a saved-tensor hook as a {type(packed).__name__}; not unpacked")
+                 value=f"{NOT_UNPACKED}: a saved-tensor hook keeps it as a {type(packed).__name__}")
 
 
 _META_KEY = "backward_twice.saved"

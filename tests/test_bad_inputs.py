@@ -146,7 +146,7 @@ DRAWS = [
     ("bfloat16", lambda: draw(leaf(2, dtype=torch.bfloat16).exp()), lambda p: "bfloat16 4 B" in p.text),
     ("complex", lambda: draw((leaf(2, dtype=torch.complex64) * 2).abs()), lambda p: "complex64" in p.text),
     ("float64", lambda: draw(leaf(2, dtype=torch.float64).sin()), lambda p: "float64 16 B" in p.text),
-    ("sparse grad", lambda: draw(_sparse_grad()), lambda p: "grad=(5, 2) norm" in p.text),
+    ("sparse grad", lambda: draw(_sparse_grad()), lambda p: "grad=(5, 2) sparse_coo, 4 stored values, norm 2" in p.text),
     ("saved tensor changed in place", lambda: draw(_modified_saved_tensor()),
      lambda p: "held  result: size unknown MODIFIED IN PLACE since saved (version 0 -> 1)" in p.text),
     ("custom Function drawn first after backward", lambda: draw(_custom_fn_after_backward()),

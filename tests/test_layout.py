@@ -4,8 +4,17 @@ time limit is tested by making it tiny."""
 import pytest
 import torch
 
-from helpers import layout
+from helpers import layout, render
 from helpers.graph import draw
+from helpers.picture.figure import Picture
+from helpers.picture.text_form import describe
+from helpers.walk import snapshot
+
+
+def op_by_op(loss, names):
+    """The picture of every op (draw() folds the repeated steps of these loops into one box)."""
+    snap = snapshot(loss, names=names)
+    return Picture(render.to_dot(snap), describe(snap))
 
 
 def attention(steps, d=4):
@@ -31,7 +40,7 @@ def test_measure_counts_boxes_arrows_and_skipped_ranks():
 
 def test_attention_over_40_steps_is_refused_in_advance_and_says_why(monkeypatch):
     loss, names = attention(40)
-    pic = draw(loss, names=names)
+    pic = op_by_op(loss, names)
     cost = layout.measure(pic.dot)
     assert cost.total > layout.REFUSE_COST       # froze the kernel for minutes, in-process
     def never(*a, **k):
@@ -46,7 +55,7 @@ def test_attention_over_40_steps_is_refused_in_advance_and_says_why(monkeypatch)
 
 def test_a_medium_graph_is_simplified_in_a_child_process(monkeypatch):
     loss, names = attention(13)
-    pic = draw(loss, names=names)
+    pic = op_by_op(loss, names)
     assert layout.IN_PROCESS_COST < layout.measure(pic.dot).total <= layout.REFUSE_COST
     assert "PICTURE SIMPLIFIED" in pic.text
     monkeypatch.setattr(layout, "_in_process", lambda *a: pytest.fail("laid out in-process"))
@@ -57,7 +66,7 @@ def test_a_medium_graph_is_simplified_in_a_child_process(monkeypatch):
 def test_a_layout_that_runs_out_of_time_is_stopped_and_says_so(monkeypatch):
     loss, names = attention(13)
     monkeypatch.setattr(layout, "TIMEOUT_S", 0.01)     # the child cannot even start in that time
-    dot = draw(loss, names=names).dot
+    dot = op_by_op(loss, names).dot
     with pytest.raises(layout.LayoutRefused, match=r"did not lay out .* within 0.01 s \(stopped\)"):
         layout.laid_out(dot, "plain", prog="pygraphviz")
     svg = layout.laid_out(dot, prog="pygraphviz")
@@ -71,3 +80,11 @@ def test_the_common_case_stays_in_process(monkeypatch):
     assert layout.note(pic.dot) is None and "PICTURE" not in pic.text
     monkeypatch.setattr(layout, "_child", lambda *a: pytest.fail("a child process for a small picture"))
     assert "<svg" in layout.laid_out(pic.dot, prog="pygraphviz")
+
+
+def test_draw_folds_the_attention_loop_and_lays_it_out_in_process():
+    # engine-scene: the 40 identical steps are one drawn step and one 'xN' box: cheap and readable
+    loss, names = attention(40)
+    pic = draw(loss, names=names)
+    assert layout.measure(pic.dot).total <= layout.IN_PROCESS_COST and "more of the block below" in pic.dot
+    assert "PICTURE" not in pic.text and "picture: folded:" in pic.text

@@ -195,7 +195,8 @@ def test_memory_totals_separate_activations_from_parameters_and_inputs_saved_by_
     assert fmt_bytes(total) in pic.text.splitlines()[1]
     flat = draw(loss, max_nodes=20_000).text
     assert (f"memory held {fmt_bytes(total)}: {fmt_bytes(m.activations)} activations (backward frees them), "
-            f"{fmt_bytes(m.by_reference)} parameters and inputs saved by reference") in flat
+            f"{fmt_bytes(m.leaves)} of leaves (parameters) saved by reference (they outlive backward), "
+            f"{fmt_bytes(m.inputs)} of inputs made outside the graph") in flat
     loss.backward()
     after = snapshot(loss, max_nodes=20_000).memory()
     assert after.held == {} and after.freed > 0      # sizes known: recorded by the walk before
@@ -287,3 +288,55 @@ def test_held_by_in_the_stepper_frames():
     last = st.frames[-1].snapshot
     # exp's result is h, still a variable; the 3 that MulBackward0 saved had only the graph
     assert _freed(last) == {"ExpBackward0.result": ("variable h",), "MulBackward0.other": ()}
+
+
+def test_user_saved_tensor_hooks_are_never_run_by_a_drawing():
+    unpacked = []
+
+    def unpack(d):
+        unpacked.append(1)
+        return d["t"]
+
+    x = torch.randn(3, requires_grad=True)
+    with torch.autograd.graph.saved_tensors_hooks(lambda t: {"t": t}, unpack):
+        y = x.exp().sum()
+    text = draw(y).text
+    assert unpacked == []
+    assert "UNREADABLE result: size unknown (not unpacked: a saved-tensor hook keeps it as a dict)" in text
+    with torch.autograd.graph.save_on_cpu():   # keeps a tensor: read as held, without unpacking
+        z = x.exp().sum()
+    assert "held  result: (3,) float32 12 B" in draw(z).text
+    y.backward()
+    assert unpacked == [1]                     # backward's own unpack, once
+
+
+def test_an_input_only_the_graph_holds_is_freed_by_backward_as_its_words_say():
+    w = torch.tensor([0.5], requires_grad=True)     # 08's tiny loop: x is rebound every step
+    loss = ((w * torch.randn(4) - 1.0) ** 2).mean()
+    snap = snapshot(loss, names={"w": w})
+    assert "of inputs made outside the graph (freed too, unless something else holds them)" in \
+        snap.memory().words()
+    loss.backward()
+    held_by = {f"{op.name}.{s.slot}": s.held_by for op, s in snapshot(loss).saved_tensors()}
+    assert held_by["MulBackward0.other"] == ()      # the random input: memory returned
+
+
+# ---------------------------------------------------------------- engine-merge: held_by in the totals
+def test_a_module_box_after_backward_says_how_much_of_what_was_freed_is_still_held():
+    """A box that stands for several ops (module call, folded run) sums what backward freed; the
+    parameters, BN running stats and x in that sum were never returned (Saved.held_by)."""
+    from helpers.modules import record_modules
+    from helpers.snapshot import fmt_bytes
+
+    model, x = small_resnet(), torch.randn(2, 3, 8, 8)
+    with record_modules(model):
+        loss = model(x).sum()
+    before = snapshot(loss, max_nodes=20_000).memory()      # a walk before backward: holders known
+    loss.backward()
+    m = snapshot(loss, max_nodes=20_000).memory()
+    assert m.freed == before.activations + before.by_reference and m.held == {}
+    assert m.freed_kept == before.by_reference > 0           # all of it still alive: model and x
+    text = draw(loss, modules=model).text
+    assert f"{fmt_bytes(m.freed)} freed ({fmt_bytes(m.freed_kept)} of it still held elsewhere)" in text
+    relu = next(line for line in text.splitlines() if line.strip().startswith("2: ReLU"))
+    assert "freed" in relu and "still held" not in relu     # its result: only the graph held it
