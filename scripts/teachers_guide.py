@@ -11,7 +11,9 @@ comes from the notebooks as they are now:
 - before each live error, a "predict this" question, and the expected answer: the error the
   committed output shows (nbval checks those outputs), plus why, from the data;
 - each exercise's right answer, from its solution cell.
-A plan fills exactly 45 minutes: opening, the sections, the exercises done in class, questions,
+An exercise done in class gets its minutes in scripts/lengths.py's model (MINUTES_PER_EXERCISE:
+predict, run the check, read the feedback) plus EXERCISE_MARGIN (hands up for each answer, then
+the explanation). A plan fills exactly 45 minutes: opening, the sections, the exercises done in class, questions,
 wrap-up; if the core path reads longer than the time left, its sections are shortened in
 proportion and the plan says so. The slides' speaker notes (scripts/slides.py) are the plan's
 rows, from `notes(path)`.
@@ -31,7 +33,8 @@ GUIDE = ROOT / "docs" / "teachers_guide.md"
 PLANS = ROOT / "scripts" / "lesson_plans.toml"
 PERIOD = 45               # minutes of one class
 OPENING_MINUTES = 3       # the notebook's question and objectives
-EXERCISE_MINUTES = 4      # per exercise in class: predict (hands up), run, explain
+EXERCISE_MARGIN = 2       # per exercise in class, on top of its reading minutes: hands up, explain
+EXERCISE_MINUTES = lengths.MINUTES_PER_EXERCISE + EXERCISE_MARGIN   # per exercise done in class
 WRAP_UP_MINUTES = 3       # the summary, the homework, the pointer to what comes next
 MIN_QUESTIONS = 3         # at least this long for questions
 MAX_QUESTIONS = 8         # time left over beyond this goes to the sections, in proportion
@@ -220,7 +223,9 @@ def plan_rows(path, data: dict, nb=None) -> tuple:
     answers = solutions(nb)
     for name in in_class:
         add(EXERCISE_MINUTES, f"Exercise {name}",
-            "Learners predict and write their answer (1 min), hands up for each answer, then run the check cell.",
+            f"Learners predict, write their answer and run the check cell ({lengths.MINUTES_PER_EXERCISE} min, "
+            f"as in the notebook's exercise minutes); then hands up for each answer and the explanation "
+            f"({EXERCISE_MARGIN} min margin).",
             [f"*Answer:* `{answers.get(name, '?')}`. {data.get('answers', {}).get(name, '')}"], key=f"Exercise {name}")
     asked = data.get("asked", [])
     add(questions, "Questions students ask",
@@ -307,6 +312,7 @@ def guide() -> str:
         nb, it = nav.info(path)
         items.append((path.name[:2], path, nb, it))
     minutes = {n: lengths.core_minutes(p) for n, p, _, _ in items}
+    exercise_minutes = {n: lengths.exercise_minutes(p) for n, p, _, _ in items}
     titles = {n: it["title"] for n, _, _, it in items}
     out = ["# Teacher's guide",
            "",
@@ -317,7 +323,10 @@ def guide() -> str:
            "the cells to run live, a *predict this* question before each live error and its expected answer; "
            "then an answer key that explains each exercise, the questions students usually ask, and homework "
            "that is not the exercise done in class. **Core minutes** is the notebook's core path (everything "
-           f"outside its *Going deeper* sections) at {lengths.RATE} (`python scripts/lengths.py`).",
+           f"outside its *Going deeper* sections) at {lengths.RATE}; **exercise minutes** are its exercises at "
+           f"{lengths.MINUTES_PER_EXERCISE} min each (`python scripts/lengths.py`). In class an exercise gets "
+           f"{EXERCISE_MINUTES} min: its {lengths.MINUTES_PER_EXERCISE} plus a margin of {EXERCISE_MARGIN} for "
+           "hands up and the explanation.",
            "",
            "To prepare: `bash scripts/student` for the learners' copies (no solutions), `bash scripts/site` for the "
            "site and the printable handout (`build/site/handout.html`), and `bash scripts/slides` for the slides "
@@ -336,15 +345,16 @@ def guide() -> str:
         left = [titles[n] for n in titles if not any(n in s for s in sessions)]
         out += ["- Not in class: " + ", ".join(left) + " (reading and homework; each has its own plan below).", ""]
     out += ["Hand out the printed cheat sheet and summaries (`build/site/handout.html`) at the end of the last session.",
-            "", "| Notebook | Core minutes | Homework |", "|---|---:|---|"]
+            "", "| Notebook | Core minutes | Exercise minutes | Homework |", "|---|---:|---:|---|"]
     for n, path, _, it in items:
         data = plans.get(n, {})
         hw = f"Exercise {data['homework']}" if data.get("homework") else ("a task of its own" if data else "-")
-        out.append(f"| [{it['title']}](../notebooks/{path.name}) | {minutes[n]} | {hw} |")
+        out.append(f"| [{it['title']}](../notebooks/{path.name}) | {minutes[n]} | {exercise_minutes[n]} | {hw} |")
     for n, path, nb, it in items:
         data = plans.get(n)
         out += ["", f"## [{it['title']}](../notebooks/{path.name})", "",
-                f"*{it['question']}* Core path: **{minutes[n]} min**.", "", "**Objectives**"]
+                f"*{it['question']}* Core path: **{minutes[n]} min**; exercises: **{exercise_minutes[n]} min**.",
+                "", "**Objectives**"]
         out += [f"- {o}" for o in objectives(nb)]
         if data is None:
             out += ["", f"*No lesson plan yet: add notebook {n} to scripts/lesson_plans.toml.*"]

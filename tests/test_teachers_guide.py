@@ -76,12 +76,29 @@ def test_each_live_error_gets_a_predict_question_and_its_real_error(n):
 
 
 def test_minutes_are_the_length_scripts(monkeypatch):
-    """The guide reads each notebook's minutes from scripts/lengths.py when it is generated."""
+    """The guide reads each notebook's core and exercise minutes from scripts/lengths.py when it is
+    generated, and states the model's rate in lengths.RATE's own words."""
     fake = {p.name[:2]: 31 + 2 * k for k, p in enumerate(nav.notebooks())}     # made up: 31, 33, ... minutes
+    fake_ex = {n: 50 + m for n, m in fake.items()}                                # made up: 81, 83, ...
     monkeypatch.setattr(lengths, "core_minutes", lambda path: fake[pathlib.Path(path).name[:2]])
+    monkeypatch.setattr(lengths, "exercise_minutes", lambda path: fake_ex[pathlib.Path(path).name[:2]])
     text = tg.guide()
-    rows = dict(re.findall(r"^\| \[(\d\d) · [^\]]+\]\([^)]+\) \| (\d+) \|", text, re.M))
-    assert rows == {n: str(m) for n, m in fake.items()}
+    rows = re.findall(r"^\| \[(\d\d) · [^\]]+\]\([^)]+\) \| (\d+) \| (\d+) \|", text, re.M)
+    assert rows == [(n, str(fake[n]), str(fake_ex[n])) for n in fake]
+    heads = re.findall(r"Core path: \*\*(\d+) min\*\*; exercises: \*\*(\d+) min\*\*", text)
+    assert heads == [(str(fake[n]), str(fake_ex[n])) for n in fake]
+    assert lengths.RATE in text and "6 s per visible code line" not in text
+
+
+@pytest.mark.parametrize("n", sorted(NOTEBOOKS))
+def test_an_exercise_in_class_gets_its_model_minutes_plus_the_stated_margin(n):
+    rows, _ = tg.plan_rows(NOTEBOOKS[n], PLANS[n])
+    exercise_rows = [r for r in rows if r.what.startswith("Exercise ")]
+    assert [r.what for r in exercise_rows] == [f"Exercise {x}" for x in PLANS[n]["in_class"]]
+    assert tg.EXERCISE_MINUTES == lengths.MINUTES_PER_EXERCISE + tg.EXERCISE_MARGIN
+    assert all(r.minutes == tg.EXERCISE_MINUTES for r in exercise_rows)
+    assert all(f"({lengths.MINUTES_PER_EXERCISE} min" in r.say and f"({tg.EXERCISE_MARGIN} min margin)" in r.say
+               for r in exercise_rows)
 
 
 def test_the_plan_for_01_points_to_10_section_1():
@@ -168,3 +185,93 @@ def test_answers_2_3_4_2_4_3_5_3_run():
     assert x.grad.item() == 27 and x.grad.grad_fn is not None
     x.grad.backward()
     assert x.grad.item() == 45
+
+
+# ---- notebook 12: checkpointing (cheap, no compile; the compiled cases run in the notebook itself) ----
+
+def starts_of_a_checkpointed_block(use_reentrant, backwards):
+    """How many times a checkpointed block starts (a forward pre-hook, as notebook 12 counts) when
+    `backwards` is run on (out, loss1, loss2)."""
+    from torch.utils.checkpoint import checkpoint
+
+    torch.manual_seed(0)
+    block = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Tanh(), torch.nn.Linear(4, 2), torch.nn.Tanh())
+    starts = []
+    block.register_forward_pre_hook(lambda *_: starts.append(1))
+    out = checkpoint(block, torch.randn(2, 3, requires_grad=True), use_reentrant=use_reentrant)
+    backwards(out, out.pow(2).sum(), out.abs().sum())
+    return len(starts)
+
+
+@pytest.mark.parametrize("use_reentrant", [True, False])
+def test_answer_12_1_and_the_homework_every_backward_through_a_checkpoint_recomputes(use_reentrant):
+    def three_retained(out, loss1, loss2):
+        for _ in range(3):
+            loss1.backward(retain_graph=True)
+
+    def sequential(out, loss1, loss2):
+        loss1.backward(retain_graph=True)
+        loss2.backward()
+
+    def summed(out, loss1, loss2):
+        (loss1 + loss2).backward()
+
+    assert starts_of_a_checkpointed_block(use_reentrant, three_retained) == 4      # 12.1: 1 + 3
+    assert starts_of_a_checkpointed_block(use_reentrant, sequential) == 3          # homework: 1 + 2
+    assert starts_of_a_checkpointed_block(use_reentrant, summed) == 2              # 1 + 1
+
+
+@pytest.mark.parametrize("use_reentrant", [True, False])
+def test_predict_12_section_3_the_second_backward_stops_at_pow_above_the_checkpoint(use_reentrant):
+    from torch.utils.checkpoint import checkpoint
+
+    block = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Tanh())
+    loss = checkpoint(block, torch.randn(2, 3, requires_grad=True), use_reentrant=use_reentrant).pow(2).sum()
+    pow_node = loss.grad_fn.next_functions[0][0]
+    assert pow_node.name() == "PowBackward0"
+    loss.backward()
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        _ = pow_node._saved_self           # reading the freed saved tensor raises
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        loss.backward()
+
+
+def test_12_section_2_two_segments_save_the_most_and_one_layer_segments_nothing():
+    """The plan's section 2 claim, on a narrower copy of the notebook's MLP (7 Linear + ReLU layers)."""
+    from torch.utils.checkpoint import checkpoint_sequential
+
+    from helpers.memory import LiveSaved
+
+    torch.manual_seed(0)
+    hidden = torch.nn.Sequential(*[m for _ in range(7) for m in (torch.nn.Linear(32, 32), torch.nn.ReLU())])
+    h = torch.randn(64, 32, requires_grad=True)
+    saved = {}
+    for segments in (0, 2, 4, 7):
+        with LiveSaved(exclude=list(hidden.parameters())) as live:
+            out = checkpoint_sequential(hidden, segments, h, use_reentrant=True) if segments else hidden(h)
+        saved[segments] = live.nbytes
+        out.sum().backward()
+    assert saved[2] < saved[4] < saved[0] == saved[7], saved
+
+
+# ---- notebook 13: the arithmetic of its answers, in one process (DDP runs are in the notebook) ----
+
+def test_answer_13_2_and_section_1_bytes_are_4_per_parameter():
+    from helpers import ddp_steps
+
+    one, two = ddp_steps.TwoHeads(heads=1), ddp_steps.TwoHeads(heads=2)
+    assert sum(p.numel() for p in one.parameters()) == 49 and sum(p.numel() for p in two.parameters()) == 58
+    assert {p.dtype for p in two.parameters()} == {torch.float32} and torch.float32.itemsize == 4
+    assert 49 * 4 == 196 and 58 * 4 == 232
+
+
+def test_answer_13_3_each_rank_adds_its_own_loss2_gradient_and_those_differ():
+    """13.3's explanation: a rank holds loss1's averaged gradient (the same on both) plus its own
+    loss2 gradient (notebook 13 checks that identity with real DDP); the own parts differ, so
+    heads.0.bias differs between the ranks."""
+    from helpers import ddp_steps
+
+    avg1 = ddp_steps.reference(2, heads=1, losses=(1,))
+    held = [{k: avg1[k] + g for k, g in ddp_steps.reference(2, heads=1, losses=(2,), ranks=[r]).items()}
+            for r in (0, 1)]
+    assert not torch.allclose(held[0]["heads.0.bias"], held[1]["heads.0.bias"])
