@@ -20,7 +20,11 @@ other cell untouched; running it twice changes nothing the second time):
 4. a check call without `explain=` gets EXPLAIN's sentence for its exercise: printed after a right
    answer, and with the answer when the course edition offers it after three wrong ones
    (helpers.exercise). Each restates the hint with the answer the cell computes; the student
-   edition drops it (scripts/student.py).
+   edition drops it (scripts/student.py);
+5. names the folded first cell imported for visible cells are imported where a learner sees them:
+   `expect_raised` (used by visible cells after a live error) moves from the folded version cell to
+   the first visible core code cell after it, so no visible cell uses a name bound only in folded
+   code (tests/test_self_contained.py).
 """
 from __future__ import annotations
 
@@ -46,6 +50,8 @@ if importlib.util.find_spec("helpers") is None:
 """
 INSTALL_END = "    importlib.invalidate_caches()\n"
 RAISES_MAGIC = "%raises"
+VERSION_IMPORT = "from helpers.notebook import setup, versions"
+VISIBLE_IMPORT = "from helpers.notebook import expect_raised\n"
 
 # Why each answer is right, in the words of its hint and section (10.2's comes from the diagnosis).
 EXPLAIN = {
@@ -126,8 +132,30 @@ def with_explanation(source: str) -> str:
     return f"{source[:end]},\n      explain={EXPLAIN[call.args[0].value]!r}{source[end:]}"
 
 
+def with_visible_import(nb, first: int, sk) -> list:
+    """Step 5: the version cell (index `first`) stops importing expect_raised; the first visible core
+    code cell after it imports it, when any cell uses it. Returns the indices of the cells changed."""
+    version = nb.cells[first]
+    old = VERSION_IMPORT + ", expect_raised"
+    uses = [i for i, c in enumerate(nb.cells) if i > first and c.cell_type == "code" and "expect_raised(" in c.source]
+    if not uses:
+        return []
+    target = next(i for i, c in enumerate(nb.cells) if i > first and c.cell_type == "code"
+                  and sk.core(i) and not c.get("metadata", {}).get("jupyter", {}).get("source_hidden"))
+    if target > uses[0]:
+        raise ValueError(f"cell {uses[0]} uses expect_raised before the first visible core code cell ({target})")
+    changed = []
+    if old in version.source:
+        version.source = version.source.replace(old, VERSION_IMPORT)
+        changed.append(first)
+    if VISIBLE_IMPORT.strip() not in nb.cells[target].source:
+        nb.cells[target].source = VISIBLE_IMPORT + nb.cells[target].source
+        changed.append(target)
+    return changed
+
+
 def apply(nb) -> list:
-    """Apply the four changes to `nb` in place; return what changed, one line per cell."""
+    """Apply the five changes to `nb` in place; return what changed, one line per cell."""
     changed = []
     sk = skeleton.classify(nb)
     first = next(i for i, c in enumerate(nb.cells) if c.cell_type == "code")
@@ -145,6 +173,8 @@ def apply(nb) -> list:
             cell.source = with_explanation(cell.source)
         if (cell.source, repr(cell.metadata.get("jupyter"))) != before:
             changed.append(f"cell {i} ({cell.get('id')})")
+    changed += [f"cell {i} ({nb.cells[i].get('id')}): expect_raised imported in sight"
+                for i in with_visible_import(nb, first, sk)]
     return changed
 
 
