@@ -27,6 +27,10 @@ _WHERE = {
     "bars": "plots", "lines": "plots", "line_panels": "plots", "timeline": "plots",
     "CatCarNet": "multitask", "make_images": "multitask", "show_images": "multitask", "grads": "multitask",
     "grad_report": "multitask", "accuracy": "multitask",
+    # notebook 13: DistributedDataParallel on the CPU (run a function on N processes; the steps they run,
+    # a module of its own so that the worker processes can import them)
+    "run": "distributed", "WorkerError": "distributed", "last_pids": "distributed", "pids_alive": "distributed",
+    "ddp_steps": "ddp_steps",
 }
 __all__ = sorted(_WHERE)
 
@@ -34,7 +38,8 @@ __all__ = sorted(_WHERE)
 def __getattr__(name: str):
     if name not in _WHERE:
         raise AttributeError(f"module 'helpers' has no attribute {name!r}")
-    return getattr(importlib.import_module(f".{_WHERE[name]}", __name__), name)
+    module = importlib.import_module(f".{_WHERE[name]}", __name__)
+    return module if _WHERE[name] == name else getattr(module, name)     # a module by its own name
 
 
 def __dir__():
