@@ -118,7 +118,11 @@ def _step_start(root_fn, ops: list, graph):
     gaps = [(b - a, b) for a, b in zip(seqs, seqs[1:]) if b - a > 1]
     if not gaps:
         return None, False
-    return max(gaps)[1], False
+    # the largest gap; of gaps of one size, the earliest: a gap near the root is as often a tensor
+    # this step made but the loss does not use (an RNN cell's returned state, made after its output)
+    # as the previous step's loss, and the earlier split keeps the whole of this step's part new
+    widest = max(g for g, _ in gaps)
+    return min(b for g, b in gaps if g == widest), False
 
 
 def _total_node(fn):
