@@ -718,6 +718,46 @@ class _Evidence:
         out.sort(key=lambda nt: seq(nt[1].grad_fn), reverse=True)
         return out
 
+    def old_entries_held(self) -> list:
+        """[(name, tensor)] of old_named() whose node this step's part uses directly (an entry)."""
+        entries = set(self.entries)
+        return [(n, t) for n, t in self.old_named() if t.grad_fn in entries]
+
+    def stale_prefix(self, kept: str):
+        """(entries used, entries held) when this loss uses exactly the first entries of container
+        `kept`, all made before the stop (freed), and none of the newer ones it holds; else None."""
+        first_index = re.compile(re.escape(kept) + r"\[(\d+)\]")
+        by_index = {}
+        for n, t in self.every:
+            m = first_index.match(n)
+            if m and t.grad_fn is not None:
+                by_index.setdefault(int(m.group(1)), []).append(t)
+        if not by_index:
+            return None
+        used = sorted(i for i, ts in by_index.items() if any(t.grad_fn in self.graph.ids for t in ts))
+        if not used:
+            return None
+        last = max(seq(t.grad_fn) for i in used for t in by_index[i])
+        newer = [i for i, ts in by_index.items() if i not in used and all(seq(t.grad_fn) > last for t in ts)]
+        lo = min(by_index)
+        if (used == list(range(lo, lo + len(used))) and newer
+                and all(t.grad_fn in self.old_set for i in used for t in by_index[i] if t.grad_fn in self.graph.ids)):
+            return len(used), len(by_index)
+        return None
+
+    def trains_without(self, cut: set) -> bool:
+        """Whether this loss reaches a leaf that requires grad without going through the nodes `cut`."""
+        seen, stack = set(), [self.root.grad_fn]
+        while stack:
+            fn = stack.pop()
+            if fn in seen or fn in cut:
+                continue
+            seen.add(fn)
+            if is_leaf_node(fn):
+                return True
+            stack.extend(self.graph.inputs(fn))
+        return False
+
     def kept_path(self, name, tensor) -> str:
         """Of the paths of a tensor kept in two places (`inp` and `states[1][0]`, `mem` and
         `lif1.mem`), the one in a container or on an object, which outlives the step; else `name`."""
@@ -749,6 +789,15 @@ class _Evidence:
                           f"{stop.name()} is older: made {clock_when or 'before that part'}.")
         earlier = self.earlier
         carried = self.carried()
+        held = self.old_entries_held()
+        if carried and held and not _fast_weight(carried[0][1]):
+            # a name still holds the very older tensor this step uses: it was not rebound, so
+            # it is not a state carried from step to step (a rebound state's old value has no
+            # name left); `x_out` made this step is only the same kind of node by chance
+            n = held[0][0]
+            d.evidence.append(f"`{n}` still holds the older tensor this step's part uses ({held[0][1].grad_fn.name()}): "
+                              "it was not rebound, so this is not a state carried from step to step.")
+            carried = []
         if clock_when is not None:
             d.when = clock_when
             if clock_when == "this step" and earlier:
@@ -868,6 +917,21 @@ class _Evidence:
                           f"the older node this step's part uses: a state rebound every step, which still "
                           f"holds the previous step's graph.")
         container = _container(first)
+        owner_name, _, attr = first.rpartition(".")
+        owner = _module_named(self.ns, owner_name) if owner_name and "[" not in attr else None
+        if tensor.grad_fn.name().endswith("CopySlices") and owner is not None and attr in owner._buffers:
+            d.evidence.append(f"`{first}` is a buffer registered on `{owner_name}` (a cache the module keeps between "
+                              f"calls by design), and an indexed write into it (CopySlices) recorded this step's graph.")
+            d._decide("detach-carried", first,
+                      f"`{owner_name}` writes tensors with their graph into its buffer `{attr}`, which lives from call "
+                      f"to call. Write them without a graph: `self.{attr}[...] = value.detach()` (or the write under "
+                      "`torch.no_grad()`), as for an inference cache.",
+                      "a module's buffer written with its graph", False,
+                      [("recompute-in-step", first, f"or, if the gradient must flow through what is cached, use a "
+                        f"fresh tensor each call instead of writing into `{first}`")])
+            d.check = (f"whether the loss should train through what `{first}` caches: no (an inference cache: "
+                       "write detached) or yes (then a fresh tensor per call, not the buffer).")
+            return None
         if tensor.grad_fn.name().endswith("CopySlices"):
             d.evidence.append(f"`{first}` is a CopySlices node: an indexed write (`{first}[i] = ...`) into a tensor "
                               "made before the loop, so every step's graph hangs off it.")
@@ -887,8 +951,21 @@ class _Evidence:
                              "a list not cleared between episodes", True)
         if _fast_weight(tensor):
             name = container or first
-            restart = ("dict(model.named_parameters())" if "['" in first[len(name):] else "list(model.parameters())"
-                       if container else "the meta-parameter itself")
+            held = [(n, t) for n, t in self.old_entries_held() if _fast_weight(t)]
+            if held:       # the task started from these: the old task's weights, still under this name
+                name = _container(held[0][0]) or held[0][0]
+                d.evidence.append(f"`{held[0][0]}` still holds the previous task's adapted weight, and this "
+                                  "task's inner loop starts from it.")
+                d.culprits = [n for n, _ in held]
+                box = _container(held[0][0])
+                items = sorted({n: t for n, t in self.every if box and _container(n) == box}.items(),
+                               key=lambda nt: (len(nt[0]), nt[0])) if box else held
+                metas = [_meta_name(self.ns, t) if _fast_weight(t) else None for _, t in items]
+                if all(metas) and "['" not in held[0][0]:
+                    restart = f"[{', '.join(metas)}]" if _container(held[0][0]) else metas[0]
+            if not held or not all(metas) or "['" in held[0][0]:
+                restart = ("dict(model.named_parameters())" if "['" in first[len(name):] else "list(model.parameters())"
+                           if container else "the meta-parameter itself")
             d.evidence.append(f"`{first}` is a parameter plus updates (a chain of subtractions down to a leaf "
                               "of its shape): fast weights of an inner loop, not reset for this task.")
             return d._decide("reset-per-episode", name,
@@ -957,15 +1034,41 @@ class _Evidence:
                           f"{when} and feeds {stop.name()}.")
         items = [t for n, t in self.every if kept is not None and _outermost(n) == kept and t.grad_fn is not None]
         used = [t for t in items if t.grad_fn in self.graph.ids]
-        if items and len(used) == len(items) and any(t.grad_fn not in self.old_set for t in used):
-            d.evidence.append(f"this loss uses every entry of `{kept}`: {sum(t.grad_fn in self.old_set for t in used)} "
-                              f"older ones and {sum(t.grad_fn not in self.old_set for t in used)} of this step's part.")
+        # entries made after the stop were intact when this backward started (the engine runs the
+        # newest nodes first and got past them): the container mixes them with freed, older ones
+        older = [t for t in used if t.grad_fn in self.old_set or seq(t.grad_fn) <= seq(stop)]
+        if items and len(used) == len(items) and older and len(older) < len(used):
+            d.evidence.append(f"this loss uses every entry of `{kept}`: {len(older)} made before the stop "
+                              f"(freed by an earlier backward) and {len(used) - len(older)} made after it.")
             return d._decide("reset-per-episode", kept,
                              f"`{kept}` keeps the entries of earlier episodes, and this loss uses them all. Clear it "
                              f"when an episode ends, after its backward: `del {kept}[:]` (or `{kept}.clear()`).",
                              "a list not cleared between episodes", True)
+        stale = self.stale_prefix(kept) if kept is not None else None
+        if stale:
+            n_used, n_all = stale
+            d.evidence.append(f"this loss uses the first {n_used} entries of `{kept}` (of {n_all}), all in the part "
+                              f"an earlier backward freed; the {n_all - n_used} newer entries it does not use: "
+                              f"`{kept}` still holds what the last update used.")
+            return d._decide("reset-per-episode", kept,
+                             f"`{kept}` was not emptied after the last update, so this loss reads the previous "
+                             f"episode's entries. Clear it after each backward: `del {kept}[:]` (or `{kept}.clear()`), "
+                             "with every list filled per episode.", "a list not cleared between episodes", True)
         if kept is not None and (len(old_named) > 1 or kept != first):
             d.evidence.append(f"`{first}` is kept in `{kept}`, and this loss uses older entries of it.")
+            if used and not self.trains_without({t.grad_fn for t in used}):
+                d.evidence.append(f"every trainable tensor this loss reaches, it reaches through entries of `{kept}`: "
+                                  "stored detached, they would leave this loss without a gradient.")
+                d._decide("recompute-in-step", kept,
+                          f"`{kept}` keeps outputs of your model with their graph, and this loss trains only through "
+                          f"them. Store what made them instead (the state, the action) without a graph, and compute "
+                          f"them again from those at update time, in the step that backwards them.",
+                          "a buffer keeps model outputs with their graph", False,
+                          [("reset-per-episode", kept, f"or each update should use only the newest entries: clear "
+                            f"`{kept}` after each backward")])
+                d.check = (f"whether the entries of `{kept}` are meant to be reused by later updates (then store "
+                           "inputs and recompute) or used once (then clear it after each backward).")
+                return None
             return d._decide("detach-carried", kept,
                              f"`{kept}` keeps tensors with their graph (an older step's), and this loss uses them. "
                              f"Store them detached: `{kept}.append(x.detach())` where you add to it.",
@@ -1028,6 +1131,15 @@ def _fast_weight(t) -> bool:
         subs += 1
         fn = fn.next_functions[0][0]
     return False
+
+
+def _meta_name(ns, t) -> str | None:
+    """The top-level name of the leaf a fast weight `t` was updated from (its meta-parameter)."""
+    fn = t.grad_fn
+    while fn is not None and not is_leaf_node(fn):
+        fn = fn.next_functions[0][0]
+    leaf = fn.variable if fn is not None else None
+    return next((n for n, v in (ns or {}).items() if v is leaf and isinstance(n, str) and not n.startswith("_")), None)
 
 
 def _picture_names(d, root, named, graph: _Graph) -> dict:
