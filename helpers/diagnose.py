@@ -118,11 +118,21 @@ def _step_start(root_fn, ops: list, graph):
     gaps = [(b - a, b) for a, b in zip(seqs, seqs[1:]) if b - a > 1]
     if not gaps:
         return None, False
-    # the largest gap; of gaps of one size, the earliest: a gap near the root is as often a tensor
-    # this step made but the loss does not use (an RNN cell's returned state, made after its output)
-    # as the previous step's loss, and the earlier split keeps the whole of this step's part new
+    return _widest_gaps(gaps)[-1], False
+
+
+def _widest_gaps(gaps) -> list:
+    """The starts of the widest gaps in creation numbers, earliest first. A gap as wide as the
+    step boundary can come from a tensor this step made but the loss does not use (an RNN cell's
+    returned state, made after its output), so ties are tried earliest first (see _explain)."""
     widest = max(g for g, _ in gaps)
-    return min(b for g, b in gaps if g == widest), False
+    return sorted(b for g, b in gaps if g == widest)
+
+
+def _tied_starts(ops: list) -> list:
+    seqs = sorted({seq(f) for f in ops})
+    gaps = [(b - a, b) for a, b in zip(seqs, seqs[1:]) if b - a > 1]
+    return _widest_gaps(gaps) if gaps else []
 
 
 def _total_node(fn):
@@ -634,9 +644,18 @@ def _explain(root, ns, names_available, max_nodes, clock=None, hint=None, failed
         old = [fn for fn in order if fn in earlier[0][3]]
         start = min((seq(fn) for fn in ops if fn not in earlier[0][3]), default=None)
     else:
+        # of equally wide gaps, the earliest whose older part holds a freed tensor (the part an
+        # earlier backward freed must hold one); none: the latest, as for a single widest gap
+        for cand in ([] if running or start is None else _tied_starts(ops)[:-1]):
+            if any(graph.freed(fn) for fn in order if seq(fn) < cand):
+                start = cand
+                break
         old = [fn for fn in order if start is None or seq(fn) < start]
     stop = next((fn for fn in old if graph.freed(fn)), None)
     if stop is None:
+        opaque = _opaque_shared(order) if failed else None
+        if opaque is not None and not any(graph.freed(fn) for fn in order):
+            return _explain_opaque(root, opaque, named, names_available, hint)
         if not any(graph.freed(fn) for fn in order):
             n = sum(1 for fn in ops for _ in graph.saved(fn))
             return Diagnosis("would succeed", (
@@ -663,6 +682,46 @@ def _explain(root, ns, names_available, max_nodes, clock=None, hint=None, failed
     d.culprits = d.culprits or ([d.culprit] if d.culprit else [])
     d.picture = stop_picture(root, stop=stop, path=path, old=old_set, names=_picture_names(d, root, named, graph),
                              max_nodes=max_nodes, will_stop=d.not_yet_run)
+    d.message = _report(d)
+    return d
+
+
+def _opaque_shared(order):
+    """The newest node that is an autograd.Function (a torch.compile'd graph, a custom Function),
+    whose freed state is not readable as _saved_* tensors, and that has several outputs; or None."""
+    for fn in order:
+        if isinstance(fn, torch.autograd.function.BackwardCFunction):
+            try:
+                outputs = len(fn._input_metadata)
+            except Exception:
+                continue
+            if outputs > 1:
+                return fn
+    return None
+
+
+def _explain_opaque(root, fn, named, names_available, hint) -> Diagnosis:
+    """backward() failed, no saved tensor reads as freed, and the graph holds an autograd.Function
+    with several outputs whose state cannot be read: likely one backward per output through it."""
+    d = Diagnosis("stopped", "")
+    d.names_available, d.names_hint = names_available, hint
+    d.stopped_at = fn.name()
+    d.path = [root.grad_fn.name(), fn.name()] if root.grad_fn is not fn else [fn.name()]
+    mine = {i for n, i in root.grad_fn.next_functions if n is fn}
+    siblings = [n for n, t in named if t.grad_fn is fn and t is not root and t.output_nr not in mine]
+    d.freed = ["state (not readable as tensors; torch's error says it was freed)"]
+    d.culprits = [f"(none of your variables: the shared part is inside {fn.name()})"]
+    d.evidence.append(f"the backward failed, yet none of the tensors saved in this graph reads as freed: the state "
+                      f"of {fn.name()} (an autograd.Function: torch.compile or a custom Function) cannot be read.")
+    d.evidence.append(f"{fn.name()} has {len(fn._input_metadata)} outputs; this loss uses one of them"
+                      + (f", and {', '.join(f'`{n}`' for n in siblings)} are others." if siblings else "."))
+    d._decide("retain-or-sum", None,
+              f"every output of {fn.name()} shares its one backward, which the first backward through it freed. "
+              "Call backward() once on the sum of the losses of all its outputs, or pass retain_graph=True to "
+              "every backward but the last.", "outputs of one Function backwarded one by one", False,
+              [("recompute-in-step", None, "or the Function ran once, before the loop: call it inside each step")])
+    d.check = (f"whether another output of {fn.name()} was backwarded before this one (then sum or retain_graph); "
+               "in eager mode each output may have its own backward, compiled they share one.")
     d.message = _report(d)
     return d
 
@@ -839,6 +898,8 @@ class _Evidence:
         d = self.d
         name = self.root_names[0] if self.root_names else None
         who = f"`{name}`" if name else "this tensor"
+        if clock_when is None and self._total_added_to(name, who):
+            return None
         d.evidence.append("every node of this graph was made before the earlier backward that freed it: "
                           "nothing of it is newer (no gap in the creation numbers).")
         d.when = clock_when
@@ -853,6 +914,67 @@ class _Evidence:
                     "and each step backwards it again")])
         if not d.confident:
             d.check = f"whether {who} was computed in this step (then retain_graph) or before the loop (then recompute it)."
+
+    def _total_added_to(self, name, who) -> bool:
+        """A sum (`loss += term`) over one forward pass, then the terms of another pass of the same
+        parameters added onto it: the root is a chain of adds whose terms fall into two or more
+        separate forward computations (no node shared between them, the same parameters), each a
+        run of the chain. After the failure every node of such a graph reads as freed, so which
+        part the earlier backward freed cannot be read: this is a candidate, not a certainty."""
+        graph = self.graph
+        total = _total_node(self.root.grad_fn)
+        if not total.name().startswith("AddBackward"):
+            return False
+        chain, fn = [], total
+        while fn is not None and fn.name().startswith("AddBackward") and len(chain) < 10_000:
+            chain.append(fn)
+            adds = [n for n, _ in fn.next_functions if n is not None and n.name().startswith("AddBackward")]
+            fn = max(adds, key=seq) if adds else None
+        links = set(chain)
+        groups, sets = [], []              # per term, newest first: which separate computation it is in
+        for add in chain:
+            for n, _ in add.next_functions:
+                if n is None or n in links or is_leaf_node(n):
+                    continue
+                under = {f for f in graph.under([n]) if not is_leaf_node(f)}
+                hit = next((i for i, u in enumerate(sets) if u & under), None)
+                if hit is None:
+                    sets.append(under)
+                    hit = len(sets) - 1
+                else:
+                    sets[hit] |= under
+                groups.append(hit)
+        runs = [g for i, g in enumerate(groups) if i == 0 or groups[i - 1] != g]
+        if len(sets) < 2 or len(runs) != len(sets):
+            return False
+        leaves = [_direct_leaves(u) for u in sets]
+        if not all(ls and ls == leaves[0] for ls in leaves):
+            return False
+        terms = [n for n, _ in total.next_functions if n is not None and n not in chain]
+        term_names = [m for m, t in self.on_graph if t.grad_fn in terms and t is not self.root]
+        self.d.evidence.append(f"{who} is a sum (a chain of {len(chain)} adds) of terms from {len(sets)} separate forward "
+                               "passes through the same parameters, one pass after the other: the sum of one pass "
+                               "was likely backwarded, then the next pass's terms were added onto it.")
+        if term_names:
+            t = term_names[0]
+            self.d._decide("accumulate-number", name,
+                           f"{who} keeps adding `{t}` onto a total already backwarded. Call backward() on `{t}` "
+                           f"alone, and keep the total as a number (`total += {t}.item()`).",
+                           "a total backwarded, then added to", False,
+                           [("reset-per-episode", name, f"or {who} should start again from zero where its new "
+                             "terms begin")])
+        else:
+            self.d._decide("reset-per-episode", name,
+                           f"{who} is the sum of this pass's terms, but it did not start again from zero: it still "
+                           f"holds the terms an earlier backward used. Restart it before adding the new terms"
+                           + (f" (`{name} = 0`)" if name else "") + ": each forward-backward pass sums its own.",
+                           "a total not restarted", False,
+                           [("accumulate-number", name, f"or {who} is a running total for logging: keep it as a "
+                             "number (`+= term.item()`)"),
+                            ("retain-or-sum", name, "or the whole sum was backwarded twice (then retain_graph=True "
+                             "on the first, or one backward)")])
+        self.d.check = f"where {who} should start again from zero, and which terms each backward should use."
+        return True
 
     def _same_step(self, earlier) -> None:
         d, stop = self.d, self.stop
