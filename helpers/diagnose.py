@@ -391,6 +391,21 @@ def _owner(ns, leaves) -> str | None:
     return None
 
 
+def _own_module(ns, leaves):
+    """(name, module) of a module in `ns` of the user's own class (not torch's) whose parameters
+    include one of `leaves`: code of the user's that runs between what the graph shows; or None."""
+    ids = {id(t) for t in leaves}
+    for name, value in list((ns or {}).items())[:20_000]:
+        if (isinstance(name, str) and not name.startswith("_") and isinstance(value, torch.nn.Module)
+                and not type(value).__module__.startswith("torch.")):
+            try:
+                if any(id(p) in ids for p in value.parameters()):
+                    return name, value
+            except Exception:
+                continue
+    return None
+
+
 def _optimizers_holding(ns, tensor) -> list:
     """Names of the optimizers in `ns` whose parameters include `tensor` (or share its memory)."""
     key = _storage(tensor)
@@ -1420,9 +1435,24 @@ def _explain_inplace(err, root, ns, hint) -> Diagnosis:
         how = _INPLACE_OPS.get(op, f"an in-place {op.lower()}_")
         d.evidence.append(f"`{name}` is now the output of {t.grad_fn.name()} (creation number {seq(t.grad_fn)}), "
                           f"made after {fn.name()} saved it: an in-place op ({how}) ran on it since.")
-        d._decide("out-of-place", name,
-                  f"an in-place op ({how}) changed `{name}`, which {fn.name()} saved. Use the out-of-place op: "
-                  f"{_out_of_place(op, name)}.", "an in-place op on a saved tensor", True)
+        inner = _own_module(ns, graph.leaves_under(t.grad_fn)) if not made else None
+        if inner is not None:
+            mod_name, mod = inner
+            d.evidence.append(f"both ops use parameters of `{mod_name}`, a module of your own class "
+                              f"`{type(mod).__name__}`: the in-place op may have run inside its forward(), on "
+                              f"another name for the same tensor, not on `{name}` in your loop.")
+            d._decide("out-of-place", name,
+                      f"an in-place op ({how}) changed the tensor that {fn.name()} saved, now `{name}`. If your loop "
+                      f"does not write into `{name}`, look in `{type(mod).__name__}.forward`: use the out-of-place op "
+                      f"({_out_of_place(op, 'x')}), or make the name written into a copy (`.clone()`) of the saved tensor.",
+                      "an in-place op on a saved tensor", False,
+                      [("no-data-write", name, "or a write through .data / .detach() / no_grad")])
+            d.check = (f"which line writes into this tensor: in your loop (on `{name}`) or inside "
+                       f"`{type(mod).__name__}.forward` (anomaly mode prints the forward line that made {fn.name()}).")
+        else:
+            d._decide("out-of-place", name,
+                      f"an in-place op ({how}) changed `{name}`, which {fn.name()} saved. Use the out-of-place op: "
+                      f"{_out_of_place(op, name)}.", "an in-place op on a saved tensor", True)
     elif t is not None:
         d.evidence.append(f"no op recorded on `{name}` after {fn.name()} saved it (its node is "
                           f"{t.grad_fn.name() if t.grad_fn is not None else 'none'}, made before): it "
