@@ -792,6 +792,33 @@ class _Evidence:
         out.sort(key=lambda nt: seq(nt[1].grad_fn), reverse=True)
         return out
 
+    def chained(self, box: str, limit: int = 8) -> bool:
+        """Whether an entry of container `box` made in this step is made from an older step's entry of
+        the same kind and shape (a state logged step by step, `hs.append(h)`), not entries the loss
+        consumes side by side."""
+        cache = self.__dict__.setdefault("_chained_cache", {})
+        if box not in cache:
+            cache[box] = self._chained(box, limit)
+        return cache[box]
+
+    def _chained(self, box: str, limit: int) -> bool:
+        fns = [t.grad_fn for n, t in self.every if _outermost(_container(n) or "") == box
+               and t.grad_fn is not None and t.grad_fn in self.graph.ids][:limit]
+        new = [fn for fn in fns if fn not in self.old_set]
+        old = [fn for fn in fns if fn in self.old_set]
+        for fn in new:          # this step's entry made from an older step's entry of its own kind
+            below = self.graph.under([fn])
+            if any(o in below and o.name() == fn.name() and _out_shape(o) == _out_shape(fn) for o in old):
+                return True
+        return False
+
+    def repeats(self, new_tensor, old_tensor) -> bool:
+        """Whether `new_tensor`'s part made in this step uses the same parameters as the graph
+        under `old_tensor`: the same computation again, as a rebound state's is."""
+        mine = [fn for fn in self.graph.under([new_tensor.grad_fn]) if fn not in self.old_set and not is_leaf_node(fn)]
+        theirs = [fn for fn in self.graph.under([old_tensor.grad_fn]) if not is_leaf_node(fn)]
+        return _direct_leaves(mine) == _direct_leaves(theirs)
+
     def old_entries_held(self) -> list:
         """[(name, tensor)] of old_named() whose node this step's part uses directly (an entry)."""
         entries = set(self.entries)
@@ -838,6 +865,8 @@ class _Evidence:
         if "." in name or "[" in name:
             return name
         kept = [n for n in self.paths_of.get(id(tensor), []) if "." in n or "[" in n]
+        # not a log of a state (`hs.append(h)`): there the state's own name is the one to fix
+        kept = [n for n in kept if _container(n) is None or not self.chained(_outermost(_container(n)))]
         return kept[0] if kept else name
 
     def kept_in(self, tensor) -> str | None:
@@ -864,13 +893,15 @@ class _Evidence:
         earlier = self.earlier
         carried = self.carried()
         held = self.old_entries_held()
-        if carried and held and not _fast_weight(carried[0][1]):
-            # a name still holds the very older tensor this step uses: it was not rebound, so
-            # it is not a state carried from step to step (a rebound state's old value has no
-            # name left); `x_out` made this step is only the same kind of node by chance
+        if carried and held and not _fast_weight(carried[0][1]) and not self.repeats(carried[0][1], held[0][1]):
+            # a name still holds the very older tensor this step uses, and this step's tensor of
+            # the same kind is not the same computation again (other parameters): not a state
+            # rebound every step (`h = cell(x, h)` repeats itself; `x_out = t @ (x + y)` does not
+            # repeat `y = t @ a`), so the older tensor was made once and reused
             n = held[0][0]
-            d.evidence.append(f"`{n}` still holds the older tensor this step's part uses ({held[0][1].grad_fn.name()}): "
-                              "it was not rebound, so this is not a state carried from step to step.")
+            d.evidence.append(f"`{n}` still holds the older tensor this step's part uses ({held[0][1].grad_fn.name()}), "
+                              f"and `{carried[0][0]}` is not the same computation again (other parameters): it was "
+                              "not rebound, so this is not a state carried from step to step.")
             carried = []
         if clock_when is not None:
             d.when = clock_when
@@ -1078,7 +1109,8 @@ class _Evidence:
                              f"on `pred`), and if you need them all, store `pred.detach()` into `{first}`.",
                              "a preallocated tensor written into every step", True)
         old = [(n, t) for n, t in self.old_named() if _container(n) is not None]
-        episode = [c for c in {_container(n) for n, _ in old} if any(_container(m) == c for m, _ in carried)]
+        episode = [c for c in {_container(n) for n, _ in old} if any(_container(m) == c for m, _ in carried)
+                   and not self.chained(c)]
         if episode:
             c = episode[0]
             d.evidence.append(f"`{c}` holds both this step's entries and older ones this loss still uses.")
@@ -1174,7 +1206,7 @@ class _Evidence:
         # entries made after the stop were intact when this backward started (the engine runs the
         # newest nodes first and got past them): the container mixes them with freed, older ones
         older = [t for t in used if t.grad_fn in self.old_set or seq(t.grad_fn) <= seq(stop)]
-        if items and len(used) == len(items) and older and len(older) < len(used):
+        if items and len(used) == len(items) and older and len(older) < len(used) and not self.chained(kept):
             d.evidence.append(f"this loss uses every entry of `{kept}`: {len(older)} made before the stop "
                               f"(freed by an earlier backward) and {len(used) - len(older)} made after it.")
             return d._decide("reset-per-episode", kept,

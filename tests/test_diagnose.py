@@ -1159,3 +1159,35 @@ def test_diag_fix_reinforce_premise_only_the_stale_entries_fail():
     ns = {"__name__": "__corpus__"}
     exec(compile(src, str(harness_path), "exec"), ns)       # only this episode's entries: no error
     assert len(ns["policy"].saved_log_probs) == 60
+
+
+def _rnn_loop_error(extra_line: str):
+    """An RNN cell whose h is carried with its graph, with one extra line in the loop; (ns, err)."""
+    src = f"""
+cell = nn.RNNCell(3, 4)
+opt = torch.optim.SGD(cell.parameters(), lr=0.1)
+h, hs = torch.zeros(1, 4), []
+for step in range(3):
+    prev = h
+    h = cell(torch.randn(1, 3), h)
+    {extra_line}
+    loss = h.pow(2).sum()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+"""
+    ns = {}
+    with pytest.raises(RuntimeError, match=FREED_TEXT) as info:
+        exec(PRELUDE + textwrap.dedent(src), ns)
+    return ns, info.value
+
+
+@pytest.mark.parametrize("extra", ["hs.append(h)", "pass"])
+def test_diag_fix_a_logged_or_aliased_state_is_still_the_carried_state(extra):
+    """Guards of the diag-fix rules against their own false positives: `hs.append(h)` logs the state
+    (hs[1] is made from hs[0]: not a list to clear), and `prev = h` keeps the old state under a name
+    (the same computation repeats: still a rebound state, not a value made once)."""
+    ns, err = _rnn_loop_error(extra)
+    d = why_backward_failed(err, names=ns)
+    assert (d.culprit, d.fix_kind) == ("h", "detach-carried"), d.message
+    assert not d.confident, d.message
