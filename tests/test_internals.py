@@ -214,3 +214,28 @@ def test_raw_saved_variables_are_read_without_unpacking():
 
     raw = walk._raw_saved(Twice.apply(x).grad_fn, "saved_tensors")
     assert isinstance(raw, tuple) and len(raw) == 2 and all(r.unpack_hook is None for r in raw), where
+
+
+# --- diag-fix: internals the diag-fix rules read ---
+def test_diag_fix_function_nodes_are_backward_cfunctions_with_one_metadata_per_output():
+    """helpers.diagnose._opaque_shared: a custom (or compiled) autograd.Function's node is a
+    torch.autograd.function.BackwardCFunction, len(_input_metadata) is its number of outputs, and a
+    tensor's output_nr says which output it is."""
+    import torch
+
+    class Split(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 1, x * 2, x * 3
+
+        @staticmethod
+        def backward(ctx, a, b, c):
+            return a + 2 * b + 3 * c
+
+    x = torch.randn(3, requires_grad=True)
+    outs = Split.apply(x)
+    fn = outs[0].grad_fn
+    assert isinstance(fn, torch.autograd.function.BackwardCFunction)
+    assert all(o.grad_fn is fn for o in outs) and [o.output_nr for o in outs] == [0, 1, 2]
+    assert len(fn._input_metadata) == 3
+    assert not isinstance((x * 2).grad_fn, torch.autograd.function.BackwardCFunction)
