@@ -1,0 +1,41 @@
+"""Backward Twice's helpers. The public API is `__all__`: what the notebooks import, and what a
+learner may call on their own graphs; every other name is internal and may change.
+
+    from helpers import draw, watch, compare, step_through, why_backward_failed
+
+Names load lazily (`helpers.<module>` is imported on first use), so importing one helper does
+not import torch, Graphviz and matplotlib for the others.
+"""
+from __future__ import annotations
+
+import importlib
+
+_WHERE = {
+    # pictures of the autograd graph: draw, a before/after pair, a step-by-step backward
+    "draw": "graph", "watch": "graph", "compare": "graph",
+    "step_through": "stepper", "record_modules": "modules",
+    "StepClock": "diagnosis_picture", "draw_steps": "diagnosis_picture", "why_backward_failed": "diagnose",
+    "enable_magic": "diagnose", "legend": "picture.palette",
+    "shown_px": "picture.layout", "SCREEN_PX": "modules",
+    # reading the graph and its memory
+    "snapshot": "walk", "saved_states": "snapshot", "fmt_bytes": "snapshot", "fmt_values": "snapshot",
+    "BackwardTrace": "trace", "reachable_nodes": "trace", "where_backward_stops": "trace",
+    "LiveSaved": "memory", "SavedBytes": "memory", "at_a_glance": "tensor_table",
+    # the course's notebooks: setup, exercises, fact-check tables, plots, the multi-task net
+    "setup": "notebook", "versions": "notebook", "expect_raised": "notebook", "format_warning": "notebook",
+    "check": "exercise", "verdict_table": "factcheck", "Ledger": "factcheck", "QUOTES": "factcheck",
+    "bars": "plots", "lines": "plots", "line_panels": "plots", "timeline": "plots",
+    "CatCarNet": "multitask", "make_images": "multitask", "show_images": "multitask", "grads": "multitask",
+    "grad_report": "multitask", "accuracy": "multitask",
+}
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str):
+    if name not in _WHERE:
+        raise AttributeError(f"module 'helpers' has no attribute {name!r}")
+    return getattr(importlib.import_module(f".{_WHERE[name]}", __name__), name)
+
+
+def __dir__():
+    return __all__

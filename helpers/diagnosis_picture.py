@@ -14,6 +14,7 @@ import torch
 from . import render
 from .graph import READABLE_WIDTH_PT, Picture, describe, svg_width_pt
 from .names import named_tensors
+from .picture import palette
 from .trace import next_sequence_nr
 from .walk import nodes_under, snapshot_with_ids
 
@@ -29,10 +30,11 @@ def is_leaf_node(fn) -> bool:
 
 # fills for "made by step k" (k = 1, 2, ...); index 0 is "before the loop". Chosen apart from
 # the leaf blue and the named-tensor green of helpers.render.
-STEP_FILLS = ("#d0d0d0", "#f6c8c0", "#fff0a8", "#e4d0f5", "#c9e7e0", "#f7dcbf")
-STEP_WORDS = ("grey", "red", "yellow", "purple", "teal", "orange")
-OLD_FILL, NEW_FILL = "#f6c8c0", "#fff0a8"      # diagnosis: earlier steps / this step
-STOP_FILL = "#ff9f1c"                           # diagnosis: the node where backward stopped
+# (helpers.picture.palette: one meaning per colour, so no purple, which means 'ran #k', and no
+# orange.) A diagnosis's "earlier step" and "this step" are two of the same step fills.
+STEP_FILLS, STEP_WORDS = palette.STEP_FILLS, palette.STEP_WORDS
+OLD_FILL, NEW_FILL = palette.STEP_FILLS[1], palette.STEP_FILLS[2]   # diagnosis: earlier steps / this step
+STOP_FILL = palette.STOP                            # diagnosis: the node where backward stopped
 
 # A diagnosis picture draws a graph of up to max_nodes (default 30) whole if that reads at
 # notebook width, else around the stop: up to ABOVE_STOP nodes up the path from the loss (fewer
@@ -99,9 +101,9 @@ def _stop_picture(words, snap, ids, stop, path, old_set) -> Picture:
     title = f"{'will stop' if will_stop else 'stopped'} in {stopped_at}"
     if snap.above is not None:
         title += ": the graph around it"
-    legend = ((STOP_FILL, f"where backward stopped: {stopped_at}"),
+    legend = ((STOP_FILL, f"where backward stopped: {stopped_at}; thick: the path from the loss"),
               (OLD_FILL, "made by an earlier step (freed before this call)"),
-              (NEW_FILL, "made by this step"), (render.HIGHLIGHT, "thick edges: the path from the loss"))
+              (NEW_FILL, "made by this step"))
     marks = render.Marks(fills=fills, path=frozenset(marked), legend=legend)
     return Picture(render.to_dot(snap, title, marks=marks), describe(snap))
 
@@ -152,6 +154,8 @@ def draw_steps(*roots, clock: StepClock, names=None, title=None, max_nodes=120, 
     names: {name: tensor}, or a whole namespace such as `globals()`: then its tensors, the items
     of its tuples and lists, and the tensors of its modules are named (as why_backward does).
     focus: as in helpers.graph.draw, only the part of the graph under it is drawn.
+    title, max_nodes: as in draw(); max_nodes is 120 by default (not 300): a loop's graph past
+        that is drawn around where the steps meet, which reads at notebook width.
     Without focus, a graph of more than `max_nodes` nodes, or one too wide to read at notebook
     width, is drawn around where the newest step uses an older step's graph (the last nodes of
     the newest step on the way there, the older node, what feeds it), the rest counted in a box.

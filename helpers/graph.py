@@ -13,139 +13,34 @@ Every picture displays as SVG in JupyterLab and has a deterministic text form
 from __future__ import annotations
 
 import contextlib
-import re
 
 from . import render
-from .snapshot import GraphInputError, Role, SavedState, Snapshot, fmt_bytes, fmt_shape
+from .modules import grouped_picture
+from .picture import repeats
+from .picture.figure import DOT_MIME, Picture, dot_record  # noqa: F401 (re-exported)
+from .picture.layout import MIN_TEXT_PX, OUTPUT_PX, READABLE_WIDTH_PT, smallest_text_px, svg_width_pt  # noqa: F401
+from .picture.text_form import STATE_WORDS, describe  # noqa: F401 (re-exported)
+from .snapshot import GraphInputError, Role, Snapshot, fmt_bytes
 from .trace import BackwardTrace
 from .walk import node_key, snapshot, snapshot_with_ids
 
-STATE_WORDS = {SavedState.HELD: "held", SavedState.FREED: "FREED", SavedState.VALUE: "value",
-               SavedState.UNREADABLE: "UNREADABLE"}
-
-
-def describe(snap: Snapshot) -> str:
-    """The deterministic text form of one snapshot."""
-    lines = []
-    if snap.above is not None:
-        a = snap.above
-        lines.append(f"focus on {', '.join(a.focus)}: NOT DRAWN: {a.headline()} ({a.kinds()})")
-    for t in snap.tensors.values():
-        if t.role is not Role.LEAF:
-            continue
-        lines.append(f"leaf {t.name} {fmt_shape(t.shape)} {t.dtype} grad={t.grad}")
-    for op in snap.ops.values():
-        src = ", ".join(_label(snap, i) for i in op.inputs) or "-"
-        made = f" -> {', '.join(op.produces)}" if op.produces else ""
-        lines.append(f"{op.id} {op.name}({src}){made}")
-        for s in op.saved:
-            state = STATE_WORDS[s.state]
-            lines.append(f"    {state:5} {s.describe()}")
-    for t in snap.tensors.values():
-        if t.role is Role.LEAF:
-            continue
-        kept = f"retains_grad grad={t.grad}" if t.retains_grad else "grad not kept"
-        lines.append(f"{t.role} {t.name} {fmt_shape(t.shape)} {t.dtype} {kept}")
-    n = snap.count_by_state()
-    b = snap.bytes_by_state()
-    other = f", {n['unreadable']} unreadable" if "unreadable" in n else ""
-    lines.append(f"saved tensors: {n['held']} held ({fmt_bytes(b['held'])}), "
-                 f"{n['freed']} freed ({fmt_bytes(b['freed'])}){other}")
-    shared = snap.shared_buffers()
-    if shared:
-        u = snap.unique_bytes_by_state()
-        slots = sum(len(v) for v in shared.values())
-        lines.append(f"shared buffers: {len(shared)} buffer(s) saved by {slots} slots; counted once: "
-                     f"{fmt_bytes(u['held'])} held, {fmt_bytes(u['freed'])} freed")
-    if snap.truncated:
-        more = snap.hidden_count
-        plus = "+" if snap.count_capped else ""
-        kinds = ", ".join(f"{k} x{v}" for k, v in sorted(snap.hidden_by_type.items()))
-        lines.append(f"NOT DRAWN: {more}{plus} more nodes beyond max_nodes ({kinds})")
-    return "\n".join(lines)
-
-
-def _label(snap, node_id):
-    t = snap.tensors.get(node_id)
-    return t.name if t is not None else node_id
-
-
-# A picture up to this wide shows 9 pt text at >= 9 px in a notebook's ~860 px output area
-# (tests/test_readability.py): 1 pt = 4/3 px, so 9 pt x 4/3 x 860 px / (width pt x 4/3) >= 9 px
-# <=> width <= 860 pt. The graphs' smallest font is 10 pt, so it is a safe bound for them:
-# diagnose and module pictures use it; a pair decides by its measured smallest text instead.
-READABLE_WIDTH_PT = 860
-
-
-def svg_width_pt(svg: str) -> float:
-    m = re.search(r'<svg[^>]*?width="([\d.]+)pt"', svg)
-    return float(m.group(1)) if m else 0.0
-
-
-OUTPUT_PX, MIN_TEXT_PX = 860, 9.0
-
-
-def smallest_text_px(svg: str) -> float:
-    """How tall the smallest text of a Graphviz SVG is, in px, shown at most OUTPUT_PX wide (its
-    width in pt x 4/3 px): tests/test_readability.py's rule, for a picture not yet in a notebook."""
-    width = svg_width_pt(svg)
-    sizes = [float(v) for v in re.findall(r'font-size="([\d.]+)"', svg)]
-    if not width or not sizes:
-        return float("inf")
-    return min(sizes) * min(width * 4 / 3, OUTPUT_PX) / width
-
-
-class Picture:
-    """Something that shows as SVG in JupyterLab and as stable text elsewhere.
-
-    alternative: DOT sources of pictures to stack, one above the other, instead (before above
-    after), used when the first one's smallest text is under MIN_TEXT_PX at notebook width and
-    that is narrower. `dot` is then the sources actually drawn, and `stacked` is True.
-    """
-
-    def __init__(self, dot_source: str, text: str, alternative: tuple[str, ...] | None = None):
-        self.dot = dot_source
-        self.text = text
-        self.alternative = alternative
-        self.stacked = False
-        self._svg = None
-
-    @property
-    def svg(self) -> str:
-        if self._svg is None:
-            svg = render.svg_from_dot(self.dot)
-            if self.alternative is not None and smallest_text_px(svg) < MIN_TEXT_PX:
-                other = render.stack_svgs([render.svg_from_dot(d) for d in self.alternative])
-                if svg_width_pt(other) < svg_width_pt(svg):
-                    svg, self.stacked = other, True
-                    self.dot = "\n".join(self.alternative)   # what was drawn: the pictures stacked
-            self._svg = svg
-        return self._svg
-
-    def _repr_mimebundle_(self, include=None, exclude=None):
-        # The SVG goes out once, as an <img> in text/html (README, "Stable outputs": every
-        # front-end shows text/html before image/svg+xml, JupyterLab shows raw SVG only in
-        # trusted notebooks and GitHub not at all); text/plain is what nbval compares.
-        alt = self.text.splitlines()[0] if self.text else "autograd graph"
-        return {"text/plain": self.text, "text/html": render.svg_img(self.svg, alt, style="max-width:100%")}
-
-    def __repr__(self) -> str:
-        return self.text
-
-    def save(self, path) -> None:
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(self.svg)
-
 
 class GraphPicture(Picture):
-    """One snapshot of a graph (grouped by module calls when `grouping` is given)."""
+    """One snapshot of a graph (grouped by module calls when `grouping` is given). A long run of
+    identical blocks of ops (an unrolled RNN) is drawn as its first block and one 'xN' box
+    (helpers.picture.repeats), and the text form's last line says so. simpler: as for Picture."""
 
     def __init__(self, snap: Snapshot, title: str | None = None, highlight=(),
-                 grouping: render.Grouping | None = None, text: str | None = None):
+                 grouping: render.Grouping | None = None, text: str | None = None, simpler=None):
         self.snapshot = snap
         head = f"{title}\n" if title else ""
-        super().__init__(render.to_dot(snap, title, highlight, grouping=grouping),
-                         head + (describe(snap) if text is None else text))
+        text = head + (describe(snap) if text is None else text)
+        folded = repeats.fold(snap) if grouping is None else None
+        if folded is not None and folded.ops_folded >= repeats.FOLD_FROM_OPS:
+            grouping = render.Grouping(of={}, clusters={}, boxes=folded.boxes, box_edges=folded.box_edges)
+            snap, text = folded.snap, text + "\npicture: " + folded.words
+        self.folded = folded if grouping is not None and folded is not None else None
+        super().__init__(render.to_dot(snap, title, highlight, grouping=grouping), text, simpler=simpler)
 
 
 class ComparePicture(Picture):
@@ -156,15 +51,39 @@ class ComparePicture(Picture):
                  ran_text: str | None = None):
         self.before, self.after = before, after
         self.ran = dict(ran or {})
+        self.titles, self.ran_text = titles, ran_text
         text = (f"== {titles[0]} ==\n{describe(before)}\n== {titles[1]} ==\n{describe(after)}\n"
                 f"== change ==\n{changes(before, after)}" + (f"\n{ran_text}" if ran_text else ""))
-        was = {t.name: t.grad for t in before.tensors.values()}
-        changed = frozenset(t.id for t in after.tensors.values()
-                            if (t.role is Role.LEAF or t.retains_grad) and t.grad != was.get(t.name))
-        marks = render.Marks(ran=self.ran, changed=changed)
+        marks = render.Marks(ran=self.ran, changed=changed_grads(before, after))
         sizes = render.pair_sizes(before, after, titles, marks)   # a node: same size, same place
         super().__init__(render.pair_dot(before, after, titles, marks, sizes=sizes),
                          text, alternative=render.stacked_dots(before, after, titles, marks, sizes=sizes))
+
+
+    def after_view(self, spotlight=None) -> Picture:
+        """Only the 'after' picture, with the changes marked and every unchanged box faded: the
+        .grad values that changed, the ops whose saved tensors were freed or modified in place
+        (a core path shows this one; the full pair stays folded below it). Its text is the pair's.
+        spotlight: names of tensors to keep bright instead (['y']: only y's box draws the eye)."""
+        b, a = self.before, self.after
+        spot = changed_grads(b, a) | {op.id for op, _ in [*a.freed_since(b), *a.modified_since(b)]}
+        if spotlight is not None:
+            known = {t.name: t.id for t in a.tensors.values()}
+            missing = [n for n in spotlight if n not in known]
+            if missing:
+                raise GraphInputError(f"after_view(spotlight=...): no tensor named {missing} in the picture; "
+                                      f"named: {sorted(known)}.")
+            spot = {known[n] for n in spotlight}
+        marks = render.Marks(ran=self.ran, changed=changed_grads(b, a), spotlight=frozenset(spot))
+        title = f"{self.titles[1]}: what changed (unchanged boxes faded)"
+        return Picture(render.to_dot(a, title, marks=marks), f"{title}\n{self.text}")
+
+
+def changed_grads(before: Snapshot, after: Snapshot) -> frozenset:
+    """Ids in `after` of the leaves and retained tensors whose .grad differs from `before`'s."""
+    was = {t.name: t.grad for t in before.tensors.values()}
+    return frozenset(t.id for t in after.tensors.values()
+                     if (t.role is Role.LEAF or t.retains_grad) and t.grad != was.get(t.name))
 
 
 def changes(before: Snapshot, after: Snapshot) -> str:
@@ -193,9 +112,16 @@ def draw(*roots, names=None, title=None, max_nodes=300, modules=None, focus=None
          expand=None) -> GraphPicture:
     """A picture of the autograd graph behind `roots` (one or more tensors).
 
+    The options compose: any of them with any other (focus= with modules= too). The one refusal
+    is expand= without modules= (there are no module calls to open).
     names: {"a": a, "loss": loss, ...} labels leaves, outputs and intermediates
     (named intermediates that call retain_grad() show their grad).
-    max_nodes: beyond this many nodes the rest is summarised, not drawn.
+    title: a line above the picture (and the first line of its text form).
+    max_nodes: at most this many boxes are drawn; the rest is counted in one dashed box (the same
+        meaning in watch, draw_steps, step_through and why_backward_failed; their defaults differ,
+        each saying why). 300: a graph of a few layers draws whole. A graph that does not read at
+        notebook width (text under 9 px at 860 px) is drawn with its repeated blocks folded, then
+        with fewer boxes, the picture saying so.
     modules: the model whose forward ran under `helpers.modules.record_modules(model)`: nodes
         are grouped by the module call that made them, each group with its saved bytes, and
         runs of identical blocks beyond max_nodes are collapsed into one box each. When that
@@ -215,19 +141,32 @@ def draw(*roots, names=None, title=None, max_nodes=300, modules=None, focus=None
         raise GraphInputError(f"expand= takes True (every op) or module paths such as ['cat'], "
                               f"not {type(expand).__name__} {expand!r}.")
     if modules is not None:
-        from .modules import grouped_picture
-
-        if focus is not None:
-            raise GraphInputError("draw(..., modules=...) and focus= do not go together yet: the module "
-                                  "boxes are made from the whole graph. Use one or the other.")
-
         return grouped_picture(roots, names=names, title=title, max_nodes=max_nodes, modules=modules,
-                               expand=expand)
-    return GraphPicture(snapshot(*roots, names=names, max_nodes=max_nodes, focus=focus), title)
+                               expand=expand, focus=focus)
+    snap = snapshot(*roots, names=names, max_nodes=max_nodes, focus=focus)
+
+    def simpler():      # fewer nodes, until the picture reads at notebook width (each says so)
+        cap = len(snap.ops) + len(snap.tensors)
+        while cap > SIMPLEST_CAP:
+            cap = max(SIMPLEST_CAP, cap // 2)
+            small = snapshot(*roots, names=names, max_nodes=cap, focus=focus)
+            yield GraphPicture(small, _cut_title(title, cap)).dot
+
+    return GraphPicture(snap, title, simpler=simpler)
+
+
+SIMPLEST_CAP = 12       # draw()'s last try at a readable picture draws this many nodes
+
+
+def _cut_title(title, cap) -> str:
+    note = f"drawn up to {cap} nodes, to read at notebook width (max_nodes= draws more)"
+    return f"{title}: {note}" if title else note
 
 
 def compare(before: GraphPicture | Snapshot, after: GraphPicture | Snapshot,
             titles=("before", "after"), trace: BackwardTrace | None = None) -> ComparePicture:
+    # titles: one per picture (the pair's own word for draw's title); no max_nodes: the pictures
+    # given were already drawn with theirs
     """Two snapshots side by side (stacked when too wide), with what changed between them: two
     different graphs, or one graph at two moments.
 
@@ -307,6 +246,12 @@ class Watch:
             self.trace = None        # holds the nodes: keep it no longer than needed
         self.picture = ComparePicture(self.before, self.after, (before, after), ran=ran, ran_text=text)
 
+    def after_view(self, spotlight=None) -> Picture:
+        """The 'after' picture with the changes marked, unchanged boxes faded (ComparePicture.after_view)."""
+        if self.after is None:
+            raise GraphInputError("watch(...).after_view(): the with-block has not finished yet.")
+        return self.picture.after_view(spotlight)
+
     def _repr_mimebundle_(self, include=None, exclude=None):
         if self.after is None:
             return {"text/plain": "watch(...): the block has not finished yet"}
@@ -340,16 +285,19 @@ def ran_marks(trace: BackwardTrace, ids: dict, snap: Snapshot) -> tuple[dict, st
 
 
 @contextlib.contextmanager
-def watch(*roots, names=None, label=None, max_nodes=300, focus=None):
+def watch(*roots, names=None, title=None, max_nodes=300, focus=None, label=None):
     """Snapshot the graph, run the block, snapshot again; show both side by side.
-    focus: as in draw(), both pictures show only the part of the graph under it.
+    names, max_nodes (300, as draw), focus: as in draw(); both pictures show the same part.
+    title: the pair's titles read 'before <title>' and 'after <title>'. label: its old name.
 
     Hooks on the graph's nodes record which nodes the block's backward call ran, and in
     which order: the 'after' picture marks them ('ran #k'). They are removed at the end.
     An exception in the block is re-raised after the 'after' picture is taken,
     so a cell that fails live still leaves its pictures behind in `w`.
     """
-    w = Watch(roots, names, max_nodes, label, focus)
+    if title is not None and label is not None and title != label:
+        raise GraphInputError("watch(title=..., label=...): label is the old name of title; give one.")
+    w = Watch(roots, names, max_nodes, title if title is not None else label, focus)
     hooks = w.trace if w.trace is not None else contextlib.nullcontext()
     try:
         with hooks:

@@ -42,7 +42,7 @@ import weakref
 import torch
 
 from .trace import BackwardTrace
-from .walk import SavedTensorModified
+from .walk import SAFE_UNPACK_HOOKS, SavedTensorModified
 
 INPLACE_MESSAGE = ("one of the variables needed for gradient computation has been modified by an "
                    "inplace operation: a saved {shape} tensor is at version {now}; expected version "
@@ -80,6 +80,9 @@ class _Held:
 
     def __del__(self):
         self.owner._on_release(self.token)
+
+
+SAFE_UNPACK_HOOKS.add(_Held.unpack)   # runs no user code: the walk may unpack through it
 
 
 class _Hooks:

@@ -32,8 +32,12 @@ from dataclasses import dataclass
 import torch
 
 from . import render
-from .graph import OUTPUT_PX, READABLE_WIDTH_PT, GraphPicture, Picture, describe
-from .snapshot import GraphInputError, Role, SavedState, Snapshot, fmt_bytes, fmt_shape
+from .picture.figure import Picture
+from .picture.layout import READABLE_WIDTH_PT, shown_px
+from .picture.palette import CALL_FILL
+from .picture.scene import Cell, Span, Table
+from .picture.text_form import describe
+from .snapshot import GraphInputError, Role, SavedState, Snapshot, fmt_bytes, fmt_shape, fmt_total
 from .trace import next_sequence_nr
 from .walk import COUNT_LIMIT, snapshot_with_ids
 
@@ -199,12 +203,15 @@ def _saved_totals(snap: Snapshot, node_ids) -> dict:
     a buffer several of them hold counted once (Snapshot.unique_bytes_by_state)."""
     ops = list(node_ids)
     unique = snap.unique_bytes_by_state(ops)
-    return {"n": sum(1 for _ in snap.saved_tensors(ops)), "held": unique["held"], "freed": unique["freed"]}
+    return {"n": sum(1 for _ in snap.saved_tensors(ops)), "held": unique["held"], "freed": unique["freed"],
+            "memory": snap.memory(ops)}
 
 
 def _money(t: dict) -> str:
     freed = f", {fmt_bytes(t['freed'])} freed" if t["freed"] else ""
-    return f"{t['n']} saved, {fmt_bytes(t['held'])} held{freed}"
+    m = t["memory"]   # held split: what backward frees vs what outlives it (Snapshot.memory)
+    split = f" ({fmt_bytes(m.activations)} activations)" if m.by_reference else ""
+    return f"{t['n']} saved, {fmt_total(t['held'], m.held_unknown)} held{split}{freed}"
 
 
 def module_groups(snap: Snapshot, ids: dict, rec: ModuleRecording, param_names: dict) -> dict:
@@ -290,19 +297,16 @@ def find_runs(snap, groups) -> list:
     return runs
 
 
-def _box_label(snap, groups, run) -> str:
+def _box_label(snap, groups, run) -> Table:
     first, last = run[0][0], run[-1][0]
     each = _saved_totals(snap, _subtree(groups, run[0]))["n"]
     total = _saved_totals(snap, [n for k in run for n in _subtree(groups, k)])
     kind = groups[run[0]].call.kind
     freed = f", {fmt_bytes(total['freed'])} freed" if total["freed"] else ""
-    return (f'<<TABLE BORDER="1" CELLBORDER="0" CELLSPACING="0" CELLPADDING="3" STYLE="rounded,dashed" '
-            f'COLOR="{render.CLUSTER}" BGCOLOR="#f4f6f8">'
-            f"<TR><TD><B>&#215;{len(run)} {render.esc(kind)}</B></TD></TR>"
-            f'<TR><TD><FONT POINT-SIZE="10">{render.esc(first)} &#8230; {render.esc(last)}, '
-            f"the same ops each</FONT></TD></TR>"
-            f'<TR><TD><FONT POINT-SIZE="10">{each} saved tensors each, {fmt_bytes(total["held"])} held'
-            f"{freed}</FONT></TD></TR></TABLE>>")
+    rows = [[Cell([Span(f"\u00d7{len(run)} {kind}", bold=True)])],
+            [Cell([Span(f"{first} \u2026 {last}, the same ops each")], size=10)],
+            [Cell([Span(f"{each} saved tensors each, {fmt_bytes(total['held'])} held{freed}")], size=10)]]
+    return Table(rows, cellpadding=3, style="rounded,dashed", colour=render.CLUSTER, bg=CALL_FILL)
 
 
 def collapse(snap: Snapshot, groups: dict, max_nodes: int, keep_first: bool = True):
@@ -342,20 +346,23 @@ def collapse(snap: Snapshot, groups: dict, max_nodes: int, keep_first: bool = Tr
     return small, boxes, box_edges, parents, done
 
 
-def grouped_picture(roots, names=None, title=None, max_nodes=300, modules=None, expand=None):
-    """draw(*roots, modules=model): see helpers.graph.draw."""
+def grouped_picture(roots, names=None, title=None, max_nodes=300, modules=None, expand=None, focus=None):
+    """draw(*roots, modules=model): see helpers.graph.draw. With focus=, the module calls are
+    made of the part of the graph under the focus (what lies above it is one counted box)."""
     rec = recording_of(modules)
+    known = {name for name, _ in rec.model.named_modules()}
     params = {n: p for n, p in rec.model.named_parameters()}
     param_names = {n: n.rsplit(".", 1)[0] if "." in n else "" for n in params}
     names = {**params, **dict(names or {})}
-    snap, ids = snapshot_with_ids(*roots, names=names, max_nodes=max(max_nodes, min(WALK_LIMIT, COUNT_LIMIT)))
+    snap, ids = snapshot_with_ids(*roots, names=names, max_nodes=max(max_nodes, min(WALK_LIMIT, COUNT_LIMIT)),
+                                  focus=focus)
     groups = module_groups(snap, ids, rec, param_names)
     full = snap
     snap, boxes, box_edges, box_parent, runs = collapse(full, groups, max_nodes)
     if len(snap.ops) + len(snap.tensors) > max_nodes:   # still too big: no block of a run open
         snap, boxes, box_edges, box_parent, runs = collapse(full, groups, max_nodes, keep_first=False)
     if len(snap.ops) + len(snap.tensors) > max_nodes:   # still too big: cut as draw() does
-        snap, ids = snapshot_with_ids(*roots, names=names, max_nodes=max_nodes)
+        snap, ids = snapshot_with_ids(*roots, names=names, max_nodes=max_nodes, focus=focus)
         groups = module_groups(snap, ids, rec, param_names)
         full, boxes, box_edges, box_parent, runs = snap, {}, [], {}, []
     del ids
@@ -371,7 +378,7 @@ def grouped_picture(roots, names=None, title=None, max_nodes=300, modules=None, 
     def overview(stack=False):
         if stack not in made:
             made[stack] = overview_dot(full, groups, base, param_names, title,
-                                       () if expand is None else expand, stack=stack)
+                                       () if expand is None else expand, stack=stack, known=known)
         return made[stack]
 
     if expand not in (None, True):
@@ -411,10 +418,9 @@ def _detail_grouping(full, groups, drawn: Collapsed, param_names) -> render.Grou
     return _grouping(snap, of, clusters, drawn.boxes, drawn.box_edges, param_names)
 
 
-def _cluster_label(full, groups, key) -> str:
+def _cluster_label(full, groups, key) -> list[Span]:
     totals = _saved_totals(full, _subtree(groups, key))    # collapsed blocks included
-    return (f"<<B>{render.esc(groups[key].call.label)}</B><BR/><FONT POINT-SIZE=\"10\">"
-            f"{render.esc(_money(totals))}</FONT>>")
+    return [Span(groups[key].call.label, bold=True), Span(br=True, br_align=None), Span(_money(totals), size=10)]
 
 
 def _grouping(snap, of, clusters, boxes, box_edges, param_names) -> render.Grouping:
@@ -437,7 +443,7 @@ OVERVIEW_HINT = "module call as one box: what each layer saved (draw(..., expand
 
 
 def overview_dot(full: Snapshot, groups: dict, drawn: Collapsed, param_names: dict, title=None,
-                 expand=(), stack: bool = False) -> str:
+                 expand=(), stack: bool = False, known=None) -> str:
     """DOT of the overview: the calls just inside the model's call (or, when the model itself
     was not called once, each outermost call) drawn as one box each, except the calls whose
     paths are in `expand`, drawn op by op in a cluster; ops made outside every call (a loss)
@@ -452,7 +458,9 @@ def overview_dot(full: Snapshot, groups: dict, drawn: Collapsed, param_names: di
     boxed = [k for k in sorted(groups, key=lambda k: groups[k].call.start)
              if depth[k] == level or (depth[k] == 0 and not groups[k].children)]
     paths = {groups[k].call.path for k in boxed}
-    unknown = [p for p in expand if p not in paths]
+    # a module of the model that is not one of these boxes (inside one, or past max_nodes) is not
+    # opened; a path the model does not have is a mistake
+    unknown = [p for p in expand if p not in paths and (known is None or p not in known)]
     if unknown:
         raise GraphInputError(f"expand= names module paths drawn as one box: {sorted(paths)}; "
                               f"not {unknown}.")
@@ -517,15 +525,14 @@ def overview_dot(full: Snapshot, groups: dict, drawn: Collapsed, param_names: di
         if state in states and state not in {s.state for _, s in small.saved_tensors()})
     if full.shared_buffers() and not small.shared_buffers():
         extra += ((render.VALUE, "shared: one buffer, several slots (counted once)"),)
-    source = render.to_dot(small, title, grouping=grouping,
-                           marks=render.Marks(legend=extra + ((render.CLUSTER, OVERVIEW_HINT),)))
     # an opened call's parameters sit below the boxes that feed it, not beside them at the top
     feeding = {a for a, b in box_edges if a in boxes and b not in boxes and b in small.ops}
     params = [t.id for t in small.tensors.values() if t.id in grouping.params]
-    below = "".join(f"\t{a} -> {t} [style=invis]\n" for a in sorted(feeding) for t in params)
+    grouping.invisible = [(a, t) for a in sorted(feeding) for t in params]
     if stack:       # branches side by side (heads of one trunk, their losses) one below the other
-        below += "".join(f"\t{a} -> {b} [style=invis]\n" for a, b in _fan_out_pairs(small, box_edges))
-    return source[:source.rstrip().rfind("}")] + below + "}\n" if below else source
+        grouping.invisible += _fan_out_pairs(small, box_edges)
+    return render.to_dot(small, title, grouping=grouping,
+                         marks=render.Marks(legend=extra + ((render.CLUSTER, OVERVIEW_HINT),)))
 
 
 def _fan_out_pairs(small: Snapshot, box_edges: list) -> list:
@@ -559,10 +566,10 @@ def _states(full, groups, key) -> tuple:
                         if n in full.ops for s in full.ops[n].saved if s.is_tensor))
 
 
-def _call_box(full: Snapshot, groups: dict, run: list, param_names: dict) -> str:
-    """One module call (or a run of identical ones) as an HTML table: its name, its totals, one
-    row per layer (or op of its own) that saved tensors, each saved tensor held (green) or
-    FREED (red), and its parameters."""
+def _call_box(full: Snapshot, groups: dict, run: list, param_names: dict) -> Table:
+    """One module call (or a run of identical ones) as a table: its name, its totals, one row
+    per layer (or op of its own) that saved tensors, each saved tensor held (green) or FREED
+    (red), and its parameters."""
     key = run[0]
     call = groups[key].call
     every = [n for k in run for n in _subtree(groups, k)]
@@ -570,13 +577,12 @@ def _call_box(full: Snapshot, groups: dict, run: list, param_names: dict) -> str
     if len(run) > 1:
         last = groups[run[-1]].call.path
         each = _saved_totals(full, _subtree(groups, key))["n"]
-        head = (f"&#215;{len(run)} {render.esc(call.kind)}: {render.esc(call.path)} &#8230; "
-                f"{render.esc(last)}, the same ops each")
+        head = f"\u00d7{len(run)} {call.kind}: {call.path} \u2026 {last}, the same ops each"
         totals = f"each: {each} saved, as listed; all {len(run)}: {totals}"
     else:
-        head = render.esc(call.label)
-    rows = [f'<TR><TD COLSPAN="2" ALIGN="LEFT"><B>{head}</B></TD></TR>',
-            f'<TR><TD COLSPAN="2" ALIGN="LEFT"><FONT POINT-SIZE="10">{render.esc(totals)}</FONT></TD></TR>']
+        head = call.label
+    rows = [[Cell([Span(head, bold=True)], colspan=2, align="LEFT")],
+            [Cell([Span(totals)], size=10, colspan=2, align="LEFT")]]
     shared = {(op.id, sv.slot) for slots in full.shared_buffers().values() for op, sv in slots}
     makers = sorted(_inside(groups, key), key=lambda k: groups[k].call.start)
     own = []
@@ -587,12 +593,12 @@ def _call_box(full: Snapshot, groups: dict, run: list, param_names: dict) -> str
         if not ops:
             continue
         if k == key:                                    # ops its own forward made: a row each, last
-            own = [_maker_row("own: " + _short(op.name), [op], shared, call.path, False) for op in ops]
+            own = [r for op in ops for r in _maker_row("own: " + _short(op.name), [op], shared, call.path, False)]
         else:
             c = groups[k].call
             where = c.path[len(call.path) + 1:] if call.path else c.path
             again = f" call {c.index + 1}" if c.index else ""
-            rows.append(_maker_row(f"{where}{again}: {c.kind}", ops, shared, call.path, len(ops) > 1))
+            rows += _maker_row(f"{where}{again}: {c.kind}", ops, shared, call.path, len(ops) > 1)
     rows += own
     leaves = [full.tensors[n] for k in run for n in _subtree(groups, k)
               if n in full.tensors and full.tensors[n].name in param_names]
@@ -600,10 +606,9 @@ def _call_box(full: Snapshot, groups: dict, run: list, param_names: dict) -> str
         with_grad = sum(t.grad is not None for t in leaves)
         state = ("no .grad" if not with_grad else ".grad set" if with_grad == len(leaves)
                  else f"{with_grad} with .grad")
-        rows.append(f'<TR><TD COLSPAN="2" ALIGN="LEFT"><FONT POINT-SIZE="10" COLOR="{render.VALUE}">'
-                    f"{len(leaves)} parameters: {state}</FONT></TD></TR>")
-    return (f'<<TABLE BORDER="1" CELLBORDER="0" CELLSPACING="0" CELLPADDING="2" STYLE="rounded" '
-            f'COLOR="{render.CLUSTER}" BGCOLOR="#f4f6f8">' + "".join(rows) + "</TABLE>>")
+        rows.append([Cell([Span(f"{len(leaves)} parameters: {state}")], colour=render.VALUE, size=10,
+                          colspan=2, align="LEFT")])
+    return Table(rows, style="rounded", colour=render.CLUSTER, bg=CALL_FILL)
 
 
 def _inside(groups, key) -> list:
@@ -619,7 +624,7 @@ def _inside(groups, key) -> list:
 FOLD_RATIO = 16     # a row's saved tensors this many times smaller than its largest: one line
 
 
-def _maker_row(name: str, ops, shared, path: str, with_op: bool) -> str:
+def _maker_row(name: str, ops, shared, path: str, with_op: bool) -> list:
     """A layer's row: each saved tensor on a line (slot, shape, bytes), held or FREED; three or
     more tiny ones in the same state (BatchNorm's running stats) on one line, their bytes summed."""
     saved = [(op, s) for op in ops for s in op.saved if s.is_tensor]
@@ -644,10 +649,9 @@ def _maker_row(name: str, ops, shared, path: str, with_op: bool) -> str:
         items.append(_item(f"{names}: {fmt_bytes(total)}", tiny[0][1], False))
     # one table row per saved tensor (lines of one cell sit too close once struck through),
     # the layer's name spanning them
-    cells = [f'<TD ALIGN="LEFT"><FONT POINT-SIZE="10">{item}</FONT></TD>' for item in items]
-    first = (f'<TD ROWSPAN="{len(cells)}" ALIGN="LEFT" VALIGN="TOP"><FONT POINT-SIZE="10">'
-             f'{render.esc(name)}</FONT></TD>')
-    return f"<TR>{first}{cells[0]}</TR>" + "".join(f"<TR>{c}</TR>" for c in cells[1:])
+    cells = [Cell(item, size=10, align="LEFT") for item in items]
+    first = Cell([Span(name)], size=10, rowspan=len(cells), align="LEFT", valign="TOP")
+    return [[first, cells[0]]] + [[c] for c in cells[1:]]
 
 
 def _short(op_name: str) -> str:
@@ -655,27 +659,22 @@ def _short(op_name: str) -> str:
     return re.sub(r"Backward\d*$", "", op_name)
 
 
-def _item(what: str, s, shared: bool) -> str:
-    mark = f' <FONT COLOR="{render.VALUE}"><I>shared</I></FONT>' if shared else ""
+def _item(what: str, s, shared: bool) -> list[Span]:
+    mark = [Span(" "), Span("shared", colour=render.VALUE, italic=True)] if shared else []
     if s.state is SavedState.FREED:
-        return f'<FONT COLOR="{render.FREED}"><S>{render.esc(what)}</S> <B>FREED</B></FONT>{mark}'
+        return [Span(what, colour=render.FREED, strike=True), Span(" ", colour=render.FREED),
+                Span("FREED", colour=render.FREED, bold=True)] + mark
     if s.state is SavedState.HELD:
-        colour = render.MODIFIED if s.modified else render.HELD
-        return f'<FONT COLOR="{colour}">{render.esc(what)}</FONT>{mark}'
-    return f'<FONT COLOR="{render.VALUE}">{render.esc(s.slot)}: unreadable</FONT>'
+        return [Span(what, colour=render.MODIFIED if s.modified else render.HELD)] + mark
+    if s.state is SavedState.RECOMPUTED:
+        return [Span(f"{s.slot}: recomputed in backward", colour=render.VALUE)]
+    return [Span(f"{s.slot}: unreadable", colour=render.VALUE)]
 
 
 SCREEN_PX = 1_800    # the op-by-op picture is kept up to about two screens tall, shown at 860 px
 
 
-def shown_px(svg: str) -> tuple[float, float]:
-    """(width pt, height in px) of a Graphviz SVG shown at most OUTPUT_PX wide (1 pt = 4/3 px)."""
-    m = re.search(r'<svg[^>]*?width="([\d.]+)pt"[^>]*?height="([\d.]+)pt"', svg)
-    w, h = (float(m.group(1)), float(m.group(2))) if m else (0.0, 0.0)
-    return w, h * 4 / 3 * (min(1.0, OUTPUT_PX / (w * 4 / 3)) if w else 1.0)
-
-
-class ModulePicture(GraphPicture):
+class ModulePicture(Picture):
     """draw(loss, modules=model): the graph op by op in module clusters (form 'ops'), or the
     overview, one box per module call (form 'calls'). With both, the op-by-op picture is drawn
     when it reads on about two screens at notebook width: no wider than READABLE_WIDTH_PT (else
@@ -686,8 +685,8 @@ class ModulePicture(GraphPicture):
     def __init__(self, snap: Snapshot, text: str, ops_dot: str | None, overview):
         """overview: a function overview(stack: bool) -> DOT, or None (only the op-by-op
         picture); called only when needed."""
+        super().__init__(ops_dot if ops_dot is not None else overview(False), text)
         self.snapshot = snap
-        Picture.__init__(self, ops_dot if ops_dot is not None else overview(False), text)
         self._form = "ops" if ops_dot is not None else "calls"
         self.overview = overview
 

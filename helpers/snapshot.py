@@ -29,6 +29,7 @@ class SavedState(StrEnum):
     HELD = "held"              # a tensor still in memory (possibly changed in place since saved)
     FREED = "freed"            # a tensor backward released: reading it raises
     UNREADABLE = "unreadable"  # a tensor whose reading raised something else (a failing hook, ...)
+    RECOMPUTED = "recomputed"  # a tensor a non-reentrant checkpoint recomputes in backward: not held
     VALUE = "value"            # not a tensor: a number, a size, a flag
 
 
@@ -62,6 +63,13 @@ class Saved:
     # one buffer (a ReLU's result that the next layer also saved). Internal only (an address):
     # never printed, not compared.
     storage: tuple | None = dataclasses.field(default=None, compare=False, repr=False)
+    # whose memory it is (SavedKind), None when not known (not read: freed before any walk saw it)
+    kind: str | None = None
+    # FREED only: who still holds the buffer the graph let go of. None: unknown (no walk saw it
+    # held); (): nobody, only the graph held it, so its memory was returned; else words such as
+    # "leaf x", "node MulBackward0", "variable a" (filled by helpers.walk when an earlier walk of
+    # the same graph saw it held: watch, compare with a before snapshot, the stepper)
+    held_by: tuple[str, ...] | None = None
 
     def __post_init__(self):
         object.__setattr__(self, "state", SavedState(self.state))   # 'held' -> SavedState.HELD; a typo raises
@@ -79,10 +87,67 @@ class Saved:
         stale = f" MODIFIED IN PLACE since saved ({self.modified})" if self.modified else ""
         if self.state is SavedState.UNREADABLE:
             stale = f" (reading it raised {self.value})"
+        if self.state is SavedState.RECOMPUTED:
+            return f"{self.slot}: {self.value}, not held"
         if self.shape is None:
             return f"{self.slot}: size unknown{stale}"
         alias = f" ({self.alias_note()})" if self.alias else ""
         return f"{self.slot}{alias}: {fmt_shape(self.shape)} {self.dtype} {fmt_bytes(self.nbytes)}{stale}"
+
+
+class SavedKind(StrEnum):
+    """Whose memory a saved tensor is: what decides whether backward can return it."""
+
+    ACTIVATION = "activation"  # made by the graph (an op's input or output): backward frees it
+    LEAF = "leaf"              # a leaf that requires grad (a parameter), or a view of one: saved by
+                               # reference, it outlives backward (the leaf holds it)
+    INPUT = "input"            # made outside the graph, no grad (data, an index, a constant): saved
+                               # by reference, it outlives backward while anything else holds it
+
+
+BY_REFERENCE = frozenset({SavedKind.LEAF, SavedKind.INPUT})
+
+
+def fmt_total(nbytes: int, unknown: int) -> str:
+    """A sum of sizes, honest about sizes never recorded: '12 B', 'at least 12 B (2 sizes
+    unknown)', or '2 sizes unknown' when none is known. Never '0 B' for unknown sizes."""
+    if not unknown:
+        return fmt_bytes(nbytes)
+    what = "size unknown" if unknown == 1 else f"{unknown} sizes unknown"
+    return f"at least {fmt_bytes(nbytes)} ({what})" if nbytes else what
+
+
+@dataclass(frozen=True)
+class MemoryTotals:
+    """What the saved tensors of a snapshot (or of some of its ops) hold, a buffer several
+    slots hold counted once: held bytes split by SavedKind, freed bytes, and how many sizes
+    are unknown on each side (never counted as 0 B)."""
+
+    held: dict                 # {SavedKind value: bytes}
+    held_unknown: int          # held slots whose size was not recorded
+    freed: int
+    freed_unknown: int         # freed slots whose size no earlier walk recorded
+
+    @property
+    def activations(self) -> int:
+        return self.held.get(SavedKind.ACTIVATION, 0)
+
+    @property
+    def by_reference(self) -> int:
+        """Held bytes of leaves (parameters) and inputs saved by reference: backward does not return them."""
+        return sum(self.held.get(k, 0) for k in BY_REFERENCE)
+
+    def words(self) -> str:
+        """'held 296.0 KiB: 8.0 KiB activations (backward frees them), 288.0 KiB parameters
+        and inputs saved by reference (they outlive backward)'."""
+        total = sum(self.held.values())
+        parts = [f"{fmt_bytes(self.activations)} activations (backward frees them)"]
+        if self.by_reference:
+            parts.append(f"{fmt_bytes(self.by_reference)} parameters and inputs saved by reference "
+                         "(they outlive backward)")
+        if self.held.get("unknown"):
+            parts.append(f"{fmt_bytes(self.held['unknown'])} of unknown origin")
+        return f"held {fmt_total(total, self.held_unknown)}: " + ", ".join(parts)
 
 
 @dataclass
@@ -157,6 +222,9 @@ class Snapshot:
     count_capped: bool = False
     cut_at: list[str] = field(default_factory=list)  # drawn op ids with inputs beyond the cap
     above: AboveFocus | None = None   # drawn with focus=: what lies between the roots and the focus
+    # op ids whose saved tensors a non-reentrant torch.utils.checkpoint recomputes in backward
+    # (SavedState.RECOMPUTED): a checkpointed region, which holds no memory for them
+    recomputed_in_backward: list[str] = field(default_factory=list)
     # which live node each drawn id was (walk.node_key: an op's name and creation number, a leaf's
     # identity), so a BackwardTrace of the same graph maps onto these ids. Internal only: never
     # printed, not compared.
@@ -256,6 +324,30 @@ class Snapshot:
             out[state.value] -= sum(sizes) - max(sizes)
         return out
 
+    def memory(self, ops=None) -> MemoryTotals:
+        """Held bytes by SavedKind, freed bytes, unknown sizes counted apart (ops: these op ids
+        only); a buffer several slots hold counts once, at the largest size a slot shows of it
+        (as unique_bytes_by_state), under that slot's kind."""
+        biggest: dict = {}       # (state, buffer) -> the slot with the largest size
+        held_unknown = freed_unknown = 0
+        for i, (_, s) in enumerate(self.saved_tensors(ops)):
+            if s.state not in (SavedState.HELD, SavedState.FREED):
+                continue
+            if s.nbytes is None:
+                held_unknown += s.state is SavedState.HELD
+                freed_unknown += s.state is SavedState.FREED
+                continue
+            key = (s.state, s.storage if s.storage is not None else ("slot", i))
+            if key not in biggest or s.nbytes > biggest[key].nbytes:
+                biggest[key] = s
+        held: dict = {}
+        for s in biggest.values():
+            if s.state is SavedState.HELD:
+                kind = s.kind or "unknown"
+                held[kind] = held.get(kind, 0) + s.nbytes
+        freed = sum(s.nbytes for s in biggest.values() if s.state is SavedState.FREED)
+        return MemoryTotals(held, held_unknown, freed, freed_unknown)
+
     def count_by_state(self) -> dict[str, int]:
         """{"held": n, "freed": n}, plus "unreadable" only when present (plain str keys)."""
         out = {"held": 0, "freed": 0}
@@ -307,22 +399,53 @@ def fmt_bytes(n) -> str:
     return f"{n} B"
 
 
-def fmt_number(v: float) -> str:
+def fmt_number(v) -> str:
+    """4 significant digits; a complex number as '1+2j' (each part so)."""
+    if isinstance(v, complex):
+        re_, im = fmt_number(v.real), fmt_number(abs(v.imag))
+        return f"{re_}{'-' if v.imag < 0 else '+'}{im}j"
     v = float(v) + 0.0  # turns -0.0 into 0.0
     text = f"{v:.4g}"
     return "0" if text in ("-0", "0") else text
 
 
 def fmt_values(t: torch.Tensor, max_values: int = 8) -> str:
-    """Values of a small tensor, or its shape and norm when it is big."""
+    """Values of a small tensor, or its shape and norm when it is big.
+
+    Complex values print as '1+2j' and their norm is the complex one (sqrt of the sum of
+    |z|^2); a sparse tensor shows its layout, how many values it stores and their norm; a
+    tensor with no data (device 'meta') says so."""
     t = t.detach()
+    if t.device.type == "meta":
+        return f"{fmt_shape(t.shape)} on meta: no values"
+    if t.layout is not torch.strided:
+        return _fmt_sparse(t)
     if t.numel() <= max_values:
         if t.dim() == 0:
             return fmt_number(t.item())
         flat = ", ".join(fmt_number(v) for v in t.reshape(-1).tolist())
         return f"[{flat}]" if t.dim() == 1 else f"[{flat}] {fmt_shape(t.shape)}"
-    norm = t.double().norm().item() if t.is_floating_point() or t.is_complex() else float("nan")
-    return f"{fmt_shape(t.shape)} norm {fmt_number(norm)}"
+    return f"{fmt_shape(t.shape)} norm {fmt_number(_norm(t))}"
+
+
+def _norm(values: torch.Tensor) -> float:
+    """The 2-norm in double precision (complex: of |z|); NaN for integer and bool tensors."""
+    if values.is_complex():
+        return torch.linalg.vector_norm(values.to(torch.complex128)).item()
+    if values.is_floating_point():
+        return torch.linalg.vector_norm(values.double()).item()
+    return float("nan")
+
+
+def _fmt_sparse(t: torch.Tensor) -> str:
+    """'(4, 2) sparse_coo, 4 stored values, norm 2' (an nn.Embedding(sparse=True) grad)."""
+    layout = str(t.layout).replace("torch.", "")
+    try:
+        values = t.coalesce().values() if t.layout is torch.sparse_coo else t.values()
+    except RuntimeError:   # a layout with no .values()
+        return f"{fmt_shape(t.shape)} {layout}"
+    n = values.numel()
+    return f"{fmt_shape(t.shape)} {layout}, {n} stored value{'s' * (n != 1)}, norm {fmt_number(_norm(values))}"
 
 
 def dtype_name(dtype) -> str:

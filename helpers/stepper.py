@@ -29,6 +29,7 @@ import re
 from dataclasses import dataclass, field
 
 from . import render
+from .graph import DOT_MIME, dot_record
 from .snapshot import GraphInputError, Role, SavedState, Snapshot, fmt_bytes, fmt_values
 from .trace import BackwardTrace, Step
 from .walk import snapshot, snapshot_with_ids
@@ -64,8 +65,10 @@ def _fmt_grad(g) -> str:
 class Stepper:
     """Frames of one backward call. Displays as a widget (live kernel) or as static frames."""
 
-    def __init__(self, frames: list[Frame], title: str | None = None, raised: BaseException | None = None):
+    def __init__(self, frames: list[Frame], title: str | None = None, raised: BaseException | None = None,
+                 frames_shown: str = "all"):
         self.frames = frames
+        self.frames_shown = frames_shown
         self.title = title or "backward, step by step"
         self.raised = raised
         self._svgs: dict[int, str] = {}
@@ -113,6 +116,9 @@ class Stepper:
     @property
     def text(self) -> str:
         head = f"{self.title}: {len(self.steps)} node(s) ran, in this order: " + ", ".join(self.order)
+        if self.frames_shown == "changes":
+            head += (f"\nstatic form: frames {', '.join(map(str, self.changing()))} of 0-{len(self.frames) - 1}"
+                     " (the others release nothing and change no .grad)")
         return "\n".join([head] + [self.caption(i) for i in range(len(self.frames))])
 
     def __repr__(self) -> str:
@@ -148,13 +154,24 @@ class Stepper:
             self._svgs[i] = _inline_svg(render.svg_from_dot(self.dot(i)))
         return self._svgs[i]
 
+    def changing(self) -> list[int]:
+        """The frames where something changes: the first, every step that released a saved tensor,
+        changed a .grad or raised, and the last."""
+        last = len(self.frames) - 1
+        return [i for i, f in enumerate(self.frames)
+                if i in (0, last) or f.released or f.grad_changes or f.error is not None]
+
     @property
     def html(self) -> str:
-        """Every frame, picture and caption: readable with no kernel and no JavaScript."""
+        """Every frame (frames_shown='changes': only those where something changes), picture and
+        caption: readable with no kernel and no JavaScript."""
+        shown = self.changing() if self.frames_shown == "changes" else range(len(self.frames))
+        which = (f"{len(shown)} of {len(self.frames)} frames, those where something changes"
+                 if self.frames_shown == "changes" else f"{len(self.frames)} frames")
         parts = [f'<div class="bt-stepper-static"><p><b>{html.escape(self.title)}</b>: '
-                 f"{len(self.frames)} frames (run the notebook to step through them one by one)</p>",
+                 f"{which} (run the notebook to step through them one by one)</p>",
                  '<div style="display:flex;flex-wrap:wrap;gap:12px;align-items:flex-start">']
-        for i in range(len(self.frames)):
+        for i in shown:
             parts.append('<figure class="bt-frame" style="margin:0;border:1px solid #ccc;padding:6px">'
                          + render.svg_img(self.svg(i), self.caption(i).splitlines()[0]) +
                          '<figcaption><pre style="white-space:pre-wrap;max-width:42em">'
@@ -194,7 +211,8 @@ class Stepper:
         return self._widget
 
     def _repr_mimebundle_(self, include=None, exclude=None):
-        bundle = {"text/plain": self.text, "text/html": self.html}
+        bundle = {"text/plain": self.text, "text/html": self.html,
+                  DOT_MIME: dot_record(*(self.dot(i) for i in range(len(self.frames))))}
         try:
             view = self.widget()._repr_mimebundle_()
         except Exception:   # no ipywidgets, or no kernel to talk to: the static frames remain
@@ -213,7 +231,7 @@ def _inline_svg(svg: str) -> str:
 
 
 def step_through(run, *roots, names=None, title=None, expect_error=None,
-                 max_nodes=60, max_steps=MAX_STEPS) -> Stepper:
+                 max_nodes=60, max_steps=MAX_STEPS, frames: str = "all") -> Stepper:
     """Run `run()` (a backward call) with hooks on the graph of `roots`; return the frames.
 
     run: a function of no arguments, e.g. `lambda: loss.backward()`.
@@ -221,10 +239,17 @@ def step_through(run, *roots, names=None, title=None, expect_error=None,
         nodes reachable from the roots are recorded and drawn).
     names: {"a": a, "loss": loss, ...} as for draw(); named leaves and retained
         intermediates show their .grad in every frame.
+    title: the stepper's heading. max_nodes: as in draw(), but 60 by default: a frame per node
+        reads only for a small graph (a larger one is refused, saying so, not drawn capped).
     expect_error: an exception type the call must raise (e.g. RuntimeError): the frames
         then end at the node that raised, and `stepper.raised` holds the error. Without
         it an error in `run()` propagates as usual.
+    frames: 'all', or 'changes': the static form (no kernel) shows only the frames where
+        something changes (a core path's stepper); the live stepper keeps every frame.
     """
+    if frames not in ("all", "changes"):
+        raise GraphInputError(f"frames= takes 'all' or 'changes', not {frames!r}.")
+    shown = frames
     if not callable(run):
         raise GraphInputError(
             "step_through needs the backward call as a function: "
@@ -305,4 +330,4 @@ def step_through(run, *roots, names=None, title=None, expect_error=None,
         frames.append(Frame(len(frames), node_id=ids.get(failing) if failing else None,
                             node_label=label(failing) if failing else "a node outside the drawn graph",
                             error=_first_sentence(raised), snapshot=final))
-    return Stepper(frames, title=title, raised=raised)
+    return Stepper(frames, title=title, raised=raised, frames_shown=shown)

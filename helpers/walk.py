@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import weakref
 from collections import Counter, deque
 from collections.abc import Mapping
 
@@ -24,6 +25,7 @@ from .snapshot import (
     Op,
     Role,
     Saved,
+    SavedKind,
     SavedState,
     Snapshot,
     TensorBox,
@@ -115,10 +117,11 @@ def _is_transpose(g, h) -> bool:
             and g[1][::-1] == h[1] and g[2:] == h[2:])
 
 
-def _tensor_saved(slot, t, storages) -> Saved:
+def _tensor_saved(slot, t, storages, node="") -> Saved:
     """A held saved tensor; named after a tensor the caller named if they share memory: '= a'
     when it is `a` seen the same way (shape, strides, offset, dtype), '= a.T' when it is a 2-D `a`
     transposed, else 'shares memory with a'."""
+    refuse_nested(t, f"the tensor {node}saved as {slot!r}")
     named = storages.get(_storage_key(t), []) if storages else []
     alias, view = None, False
     if named:
@@ -126,9 +129,24 @@ def _tensor_saved(slot, t, storages) -> Saved:
         same = [n for n, g in named if geometry is not None and g == geometry]
         same += [f"{n}.T" for n, g in named if _is_transpose(g, geometry)]   # Linear saves weight.T
         alias, view = (same[0], False) if same else (named[0][0], True)
+    # a tensor on device 'meta' has a shape and no data: it holds no memory
+    nbytes = 0 if t.is_meta else t.numel() * t.element_size()
+    kind = _saved_kind(slot, t)
     return Saved(slot=slot, is_tensor=True, state=SavedState.HELD, shape=tuple(t.shape),
-                 dtype=dtype_name(t.dtype), nbytes=t.numel() * t.element_size(),
-                 alias=alias, alias_view=view, storage=_storage_key(t))
+                 dtype=dtype_name(t.dtype), nbytes=nbytes,
+                 alias=alias, alias_view=view, storage=_storage_key(t), kind=kind)
+
+
+def _saved_kind(slot: str, t: torch.Tensor) -> SavedKind:
+    """Whose memory a saved tensor is: a leaf that requires grad (a parameter) or a view of one;
+    made by the graph (it has a grad_fn, or it is an op's own output: 'result', 'result1', ...,
+    such as max_pool's indices); else an input made outside the graph (data, a constant)."""
+    base = t._base if t._base is not None else t
+    if base.is_leaf and base.requires_grad:
+        return SavedKind.LEAF
+    if t.grad_fn is not None or base.grad_fn is not None or slot.startswith("result"):
+        return SavedKind.ACTIVATION
+    return SavedKind.INPUT
 
 
 def _storage_key(t):
@@ -139,15 +157,93 @@ def _storage_key(t):
         return None
 
 
+# ---- the one place that reads autograd's raw saved variables (torch internals) ----------
+# A node's `_saved_<slot>` unpacks what it saved: with saved-tensor hooks that runs the hook,
+# and a non-reentrant torch.utils.checkpoint's unpack hook re-runs the user's forward (once per
+# read), and may only run once per backward. `_raw_saved_<slot>` (`_raw_saved_tensors` for a
+# custom Function) gives torch._C._autograd.SavedTensor objects instead, whose `unpack_hook`
+# (None when no hook was installed, or once backward freed it) and `data` (what the pack hook
+# returned, None once freed) are read without unpacking. Guarded by tests/test_internals.py.
+
+SAFE_UNPACK_HOOKS: set = set()   # unpack hooks that run no user code (helpers.memory registers its own)
+
+
+def _raw_saved(fn, attr):
+    """The SavedTensor object(s) behind `fn.<attr>` (one, or a tuple), or None when torch has none
+    (a custom Function's `_raw_saved_tensors` raises once backward freed them: None too)."""
+    try:
+        return getattr(fn, "_raw_" + attr.lstrip("_"), None)
+    except RuntimeError:
+        return None
+
+
+def _checkpoint_holder_type():
+    from torch.utils import checkpoint
+
+    return getattr(checkpoint, "_Holder", None)
+
+
+def _hooked_saved(fn, attr) -> list | None:
+    """[(slot suffix, packed object or None when freed)] when `fn.<attr>` was packed by a
+    saved-tensor hook that may run user code (then it is never unpacked), else None: read it
+    the ordinary way (no hook, or a hook in SAFE_UNPACK_HOOKS)."""
+    raw = _raw_saved(fn, attr)
+    if raw is None:
+        return None
+    many = isinstance(raw, (tuple, list))
+    items = list(raw) if many else [raw]
+    hooks = [getattr(r, "unpack_hook", None) for r in items]
+    if all(h is None or h in SAFE_UNPACK_HOOKS for h in hooks):
+        return None
+    return [(f"[{i}]" if many else "", r.data) for i, r in enumerate(items)]
+
+
+def _packed_saved(slot, packed, storages, node) -> Saved:
+    """What a saved-tensor hook left in the graph, read without unpacking it: nothing (FREED),
+    a checkpoint's placeholder (RECOMPUTED: backward re-runs the forward to make it, so no
+    memory is held for it), or a tensor the hook keeps (save_on_cpu: the CPU copy, HELD)."""
+    if packed is None:
+        return Saved(slot, True, SavedState.FREED)
+    holder = _checkpoint_holder_type()
+    if holder is not None and isinstance(packed, holder):
+        return Saved(slot, True, SavedState.RECOMPUTED, value="recomputed in backward (checkpoint)")
+    kept = packed if isinstance(packed, torch.Tensor) else next(
+        (v for v in packed if isinstance(v, torch.Tensor)), None) if isinstance(packed, (tuple, list)) else None
+    if kept is not None:
+        return _tensor_saved(slot, kept, storages, node)
+    return Saved(slot, True, SavedState.UNREADABLE,
+                 value=f"kept by a saved-tensor hook as a {type(packed).__name__}; not unpacked")
+
+
 _META_KEY = "backward_twice.saved"
+_HOLDERS_KEY = "backward_twice.holders"
 
 
-def _read_saved(fn, storages) -> list[Saved]:
+def _still_holding(record, ops_by_key) -> tuple[str, ...]:
+    """Saved.held_by from a record of _Walk.record_holders: () when the buffer is gone."""
+    storage_ref, cands = record
+    if storage_ref() is None:
+        return ()
+    words = []
+    for word, ref, node_slot in cands:
+        if ref is not None:
+            alive = ref() is not None
+        else:
+            other = ops_by_key.get(node_slot[0])
+            alive = other is not None and any(s.slot == node_slot[1] and s.state is SavedState.HELD
+                                              for s in other.saved)
+        if alive and word not in words:
+            words.append(word)
+    return tuple(words) or ("something not drawn here",)
+
+
+def _read_saved(fn, storages, seen: dict | None = None) -> list[Saved]:
     """Everything `fn` saved, each marked held or freed.
 
     Sizes of a tensor seen held in an earlier walk are kept in the node's own
     `metadata` dict, so a picture drawn after backward still says how big the
     freed buffer was (and the record dies with the node).
+    seen: a dict to fill with {(fn, slot): tensor} for the tensors read held (_Walk.record_holders).
     """
     try:
         known = fn.metadata.setdefault(_META_KEY, {})
@@ -156,6 +252,17 @@ def _read_saved(fn, storages) -> list[Saved]:
     out = []
     for attr in _saved_attr_names(fn):
         slot = attr[len("_saved_"):] if attr.startswith("_saved_") else attr
+        hooked = _hooked_saved(fn, attr)
+        if hooked is not None:   # packed by a hook that may run user code: never unpacked
+            for suffix, packed in hooked:
+                saved = _packed_saved(slot + suffix, packed, storages, f"{fn.name()} ")
+                prev = known.get(saved.slot)
+                if saved.state is SavedState.FREED and prev is not None:
+                    saved = dataclasses.replace(prev, state=SavedState.FREED, value=None, modified=None)
+                elif saved.state is not SavedState.FREED:
+                    known[saved.slot] = saved
+                out.append(saved)
+            continue
         try:
             value = getattr(fn, attr)
         except Exception as err:  # freed by backward, changed in place, or a saved-tensor hook failed
@@ -169,14 +276,18 @@ def _read_saved(fn, storages) -> list[Saved]:
                 out.append(Saved(slot, True, state, value=value, modified=modified))
             continue
         if isinstance(value, torch.Tensor):
-            out.append(_tensor_saved(slot, value, storages))
+            out.append(_tensor_saved(slot, value, storages, f"{fn.name()} "))
             known[slot] = out[-1]
+            if seen is not None:
+                seen[(fn, slot)] = value
         elif isinstance(value, (tuple, list)) and value and all(
                 isinstance(v, torch.Tensor) or v is None for v in value):
             for i, v in enumerate(value):
                 if v is not None:
-                    out.append(_tensor_saved(f"{slot}[{i}]", v, storages))
+                    out.append(_tensor_saved(f"{slot}[{i}]", v, storages, f"{fn.name()} "))
                     known[out[-1].slot] = out[-1]
+                    if seen is not None:
+                        seen[(fn, out[-1].slot)] = v
         elif value is None or (attr == "saved_tensors" and not value):
             continue  # optional input that was not needed, or a Function that saved nothing
         else:
@@ -186,12 +297,13 @@ def _read_saved(fn, storages) -> list[Saved]:
 
 def _fmt_value(v) -> str:
     if type(v) is int:  # the common case (sizes, strides, dims): skip the checks below
-        return str(v)
+        # torch hands a negative int64 (dim=-1, padding_idx=-1) over as its unsigned bits
+        return str(v - (1 << 64) if v >= 1 << 63 else v)
     if isinstance(v, float):
         return fmt_number(v)
     if isinstance(v, (tuple, list)):
         if all(type(x) is int for x in v):
-            inner = ", ".join(map(str, v))
+            inner = ", ".join(map(_fmt_value, v))
         else:
             inner = ", ".join(_fmt_value(x) for x in v)
         return "(" + inner + ("," if len(v) == 1 else "") + ")"
@@ -200,6 +312,21 @@ def _fmt_value(v) -> str:
 
 
 # --------------------------------------------------------------------------------
+NESTED_REFUSED = ("is a nested tensor ({layout}): its parts have different shapes, so it has no one "
+                  "shape or size, and these pictures draw only ordinary tensors. Draw a graph of "
+                  "ordinary tensors: start from a padded copy, "
+                  "torch.nested.to_padded_tensor(nt.detach(), 0.0).requires_grad_(), or from each "
+                  "part of nt.unbind() on its own.")
+
+
+def refuse_nested(t: torch.Tensor, where: str) -> None:
+    """A GraphInputError for a nested tensor met at `where` (torch raises an internal
+    RuntimeError on its .shape, or an AttributeError for the jagged layout)."""
+    if t.is_nested:
+        layout = "jagged" if t.layout is torch.jagged else "strided"
+        raise GraphInputError(f"{where} " + NESTED_REFUSED.format(layout=layout))
+
+
 def check_roots(roots, names) -> None:
     if not roots:
         raise GraphInputError(
@@ -207,6 +334,7 @@ def check_roots(roots, names) -> None:
     for i, t in enumerate(roots, 1):
         if not isinstance(t, torch.Tensor):
             raise GraphInputError(not_a_tensor(f"argument {i}", t))
+        refuse_nested(t, f"argument {i}")
         if _grad_fn(t, f"argument {i}") is None and not t.requires_grad:
             raise GraphInputError(
                 f"argument {i} has no autograd graph: requires_grad=False and no grad_fn. "
@@ -216,6 +344,7 @@ def check_roots(roots, names) -> None:
     if names is not None:
         check_names(names)
     for name, t in (names or {}).items():
+        refuse_nested(t, f"names[{name!r}]")
         _grad_fn(t, f"names[{name!r}]")
 
 
@@ -289,6 +418,7 @@ def snapshot_with_ids(*roots, names=None, max_nodes=300, focus=None) -> tuple[Sn
         walk.add_focus(roots, items, focus_names)
     walk.breadth_first()
     walk.attach_named_tensors()
+    walk.record_holders()
     walk.count_hidden()
     walk.summarise_above()
     return walk.snap, walk.node_id
@@ -402,6 +532,9 @@ class _Walk:
         self.node_id: dict[Node, str] = {}   # grad_fn -> id; holds refs only during the walk
         self.leaf_box: dict[int, str] = {}       # id(leaf tensor) -> id of its box: one box per leaf
         self.keep: list[object] = []   # keeps walked objects alive so identities stay unique
+        self.names = names
+        self.held_now: dict[tuple[Node, str], torch.Tensor] = {}   # (node, slot) -> saved tensor read held
+        self.leaf_tensor: dict[str, torch.Tensor] = {}   # leaf box id -> its tensor
         self.queue: deque[tuple[Node, str]] = deque()   # (grad_fn, id) of ops whose inputs are not walked yet
         self.hidden: list[Node] = []   # nodes met beyond the cap
         self.hidden_leaves: list[torch.Tensor] = []   # leaves passed as roots, beyond the cap
@@ -419,6 +552,7 @@ class _Walk:
         name = self.leaf_name.get(id(leaf), f"leaf {len(self.leaf_box) + 1}")
         self.snap.tensors[nid] = _tensor_box(nid, name, Role.LEAF, leaf)
         self.leaf_box[id(leaf)] = nid
+        self.leaf_tensor[nid] = leaf
         self.keep.append(leaf)
         return nid
 
@@ -442,7 +576,9 @@ class _Walk:
             nid = self._new_leaf(leaf)
         else:
             nid = f"op{len(self.snap.ops) + 1}"
-            self.snap.ops[nid] = Op(id=nid, name=fn.name(), saved=_read_saved(fn, self.storages))
+            self.snap.ops[nid] = Op(id=nid, name=fn.name(), saved=_read_saved(fn, self.storages, self.held_now))
+            if any(s.state is SavedState.RECOMPUTED for s in self.snap.ops[nid].saved):
+                self.snap.recomputed_in_backward.append(nid)
             self.queue.append((fn, nid))
         self.node_id[fn] = nid
         self.snap.node_keys[nid] = node_key(fn)
@@ -560,6 +696,51 @@ class _Walk:
                 snap.ops[op_id].produces.append(n)
                 snap.edges.append((op_id, tid))
 
+    def record_holders(self) -> None:
+        """Phase 3b: who else holds each saved buffer (issue 20 §2).
+
+        For a tensor read held now: the leaves, named variables and other drawn nodes that
+        share its storage, kept in its node's metadata with a weak reference to the storage.
+        For a slot read FREED whose node an earlier walk saw held: `Saved.held_by`, those of
+        the holders still holding it (a leaf or variable still alive, a node whose slot is
+        still held), () when the storage itself is gone (only the graph held it: memory was
+        returned). A slot no earlier walk saw held keeps held_by None: unknown, never guessed."""
+        storage_of = _storage_key
+        leaves: dict = {}
+        for nid, leaf in self.leaf_tensor.items():
+            leaves.setdefault(storage_of(leaf), []).append((self.snap.tensors[nid].name, leaf))
+        named: dict = {}
+        for name, t in self.names.items():
+            if not (t.is_leaf and t.requires_grad):   # a leaf is said as a leaf
+                named.setdefault(storage_of(t), []).append((name, t))
+        by_storage: dict = {}
+        for (fn, slot), t in self.held_now.items():
+            by_storage.setdefault(storage_of(t), []).append((fn, slot, t))
+        for key, slots in by_storage.items():
+            if key is None:
+                continue
+            for fn, slot, t in slots:
+                cands = [(f"leaf {n}", weakref.ref(v), None) for n, v in leaves.get(key, ())]
+                cands += [(f"variable {n}", weakref.ref(v), None) for n, v in named.get(key, ())]
+                cands += [(f"node {other.name()}", None, (node_key(other), s2))
+                          for other, s2, _ in slots if other is not fn]
+                try:
+                    fn.metadata.setdefault(_HOLDERS_KEY, {})[slot] = (weakref.ref(t.untyped_storage()), cands)
+                except (AttributeError, RuntimeError, TypeError):
+                    continue
+        self.held_now = {}
+        ops_by_key = {k: self.snap.ops[i] for i, k in self.snap.node_keys.items() if i in self.snap.ops}
+        for fn, nid in self.node_id.items():
+            op = self.snap.ops.get(nid)
+            if op is None or not any(s.state is SavedState.FREED for s in op.saved):
+                continue
+            try:
+                records = fn.metadata.get(_HOLDERS_KEY, {})
+            except (AttributeError, RuntimeError):
+                continue
+            op.saved = [dataclasses.replace(s, held_by=_still_holding(records[s.slot], ops_by_key))
+                        if s.state is SavedState.FREED and s.slot in records else s for s in op.saved]
+
     def count_hidden(self) -> None:
         """Phase 4: the nodes beyond the cap, counted by type (iteratively, up to COUNT_LIMIT)."""
         snap = self.snap
@@ -622,6 +803,7 @@ class _Walk:
 
 
 def _tensor_box(nid, name, role, t, made_by=None) -> TensorBox:
+    refuse_nested(t, f"the {role.value} {name!r}" if role is not Role.LEAF else f"a leaf of the graph ({name})")
     grad = None
     if t.is_leaf or t.retains_grad:
         g = t.grad  # no warning: leaves and retained tensors may be read

@@ -389,6 +389,100 @@ def layout_bench() -> dict:
     return {"rows": rows}
 
 
+def robust_cases():
+    """Issue 18 §4's graphs, drawn the way a learner draws them: (label, make() -> picture).
+    Each is laid out by helpers.layout (measured cost: in-process, simplified in a child process
+    with a time limit, or refused with a reason)."""
+    import torch
+    from torch import nn
+
+    from helpers.graph import draw
+    from helpers.modules import record_modules
+
+    def attention(steps):
+        def make():
+            torch.manual_seed(0)
+            w = torch.randn(4, 4, requires_grad=True)
+            h = torch.randn(1, 4, requires_grad=True)
+            states = [h]
+            for _ in range(steps):
+                H = torch.cat(states)
+                a = torch.softmax(h @ H.T, dim=-1)
+                h = torch.tanh((a @ H) @ w)
+                states.append(h)
+            return draw(h.sum(), names={"w": w})
+        return make
+
+    def checkpointed():
+        from torch.utils.checkpoint import checkpoint
+
+        torch.manual_seed(0)
+        layers = [nn.Linear(16, 16) for _ in range(3)]
+        h = torch.randn(4, 16, requires_grad=True)
+        for layer in layers:
+            h = checkpoint(lambda t, m=layer: torch.relu(m(t)), h, use_reentrant=False)
+        return draw(h.sum())
+
+    def convnet_modules():
+        torch.manual_seed(0)
+        model = nn.Sequential(nn.Conv2d(3, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(),
+                              nn.Conv2d(16, 32, 3, padding=1), nn.BatchNorm2d(32), nn.ReLU(),
+                              nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(1),
+                              nn.Flatten(), nn.Linear(64, 10))
+        with record_modules(model):
+            loss = model(torch.randn(2, 3, 16, 16)).logsumexp(1).mean()
+        return draw(loss, modules=model)
+
+    def complex_leaf():
+        z = torch.tensor([1 + 2j, 3 - 1j], requires_grad=True)
+        loss = (z.abs() ** 2).sum()
+        loss.backward()
+        return draw(z * 1, names={"z": z})
+
+    def sparse_embedding():
+        torch.manual_seed(0)
+        emb = nn.Embedding(4, 2, sparse=True)
+        loss = emb(torch.tensor([0, 1, 1])).sum()
+        loss.backward()
+        return draw(loss, names={"w": emb.weight})
+
+    return [("attention over every earlier state, 10 steps", attention(10)),
+            ("attention over every earlier state, 40 steps", attention(40)),
+            ("3 checkpointed Linear+ReLU (non-reentrant)", checkpointed),
+            ("conv net (3 conv/BN/ReLU), modules=", convnet_modules),
+            ("complex leaf, after backward", complex_leaf),
+            ("nn.Embedding(sparse=True), after backward", sparse_embedding)]
+
+
+def robust_bench() -> dict:
+    """Draw + layout to SVG through helpers.layout, in this process, one run each: how each
+    graph of layout_cases() and robust_cases() was laid out (its measured cost decides) and
+    how long the learner waits."""
+    from helpers import layout
+    from helpers.graph import draw
+
+    warnings.simplefilter("ignore")
+    def drawn(make, cap):
+        root, names = make()
+        return draw(root, names=names, max_nodes=cap)
+
+    cases = [(label, partial(drawn, make, cap)) for label, make, cap in layout_cases() if cap <= 300]
+    rows = []
+    for label, make in cases + robust_cases():
+        pic = make()
+        cost = layout.measure(pic.dot)
+        t0 = time.perf_counter()
+        svg = pic.svg
+        ms = (time.perf_counter() - t0) * 1e3
+        how = ("refused" if "PICTURE NOT DRAWN" in svg else
+               "in-process" if cost.total <= layout.IN_PROCESS_COST else "simplified, child process")
+        rows.append({"case": label, "boxes": cost.nodes, "arrows": cost.edges, "cost": cost.total,
+                     "how": how, "ms": ms})
+        say(f"  {label:48} cost {cost.total:6,}  {how:26} {ms:7.0f} ms")
+    return {"rows": rows, "in_process_cost": layout.IN_PROCESS_COST, "refuse_cost": layout.REFUSE_COST,
+            "timeout_s": layout.TIMEOUT_S}
+
+
 def pair_cases():
     """Related pictures drawn as one set: (label, make() -> [(snapshot, marks)], kind, titles);
     kind 'pair' (side by side, and stacked when too wide, as ComparePicture does) or 'frames'."""
@@ -675,6 +769,14 @@ def report(res) -> str:
                 for r in res["layout"]["rows"] if "unfolded_ms" in r]
         parts.append("Folding a Linear weight's TBackward0 into a '.T' edge (layout + SVG, ms, best of 5)")
         parts.append(table(rows, ["graph", "TBackward0 folded", "every TBackward0 a box", "folded (after)"]))
+    if "robust" in res:
+        r = res["robust"]
+        rows = [[x["case"], str(x["boxes"]), str(x["arrows"]), f"{x['cost']:,}", x["how"], f"{x['ms']:.0f}"]
+                for x in r["rows"]]
+        parts.append(f"Draw + layout to SVG through helpers.layout, in-process, one run (ms): cost = arrows + "
+                     f"ranks they skip; <= {r['in_process_cost']:,} laid out as drawn, <= {r['refuse_cost']:,} "
+                     f"simplified in a child process killed after {r['timeout_s']:g} s, beyond: refused, saying why")
+        parts.append(table(rows, ["graph", "boxes", "arrows", "cost", "laid out", "ms"]))
     if "pairs" in res:
         p = res["pairs"]
         rows = [[r["case"], str(r["pictures"]), str(r["nodes"]), f"{r['own_ms']:.0f}",
@@ -725,6 +827,10 @@ def check(res) -> list:
             limit = 300 if r["nodes"] <= 100 else 1000      # issue 12's targets, with a 50 % margin
             if r["after_ms"] is None or r["after_ms"] > 1.5 * limit:
                 problems.append(f"layout {r['case']}: {_ms(r['after_ms'])} ms (target {limit} ms)")
+    if "robust" in res:
+        for r in res["robust"]["rows"]:
+            if r["ms"] > 1500:                      # target 1 s, with a 50 % margin
+                problems.append(f"layout {r['case']}: {r['ms']:.0f} ms through helpers.layout (target 1000 ms)")
     if "renderer" in res:
         for c in res["renderer"]["cases"]:
             if c["ratio"] > 1.5:
@@ -778,6 +884,8 @@ def main(argv=None):
     if "layout" in parts:
         say("layout + SVG, before / after / torchviz ...")
         res["layout"] = layout_bench()
+        say("draw + layout through helpers.layout (time-limited), issue 18's graphs ...")
+        res["robust"] = robust_bench()
         say("pairs and stepper frames: own sizes vs shared sizes ...")
         res["pairs"] = pair_bench()
     if "depth" in parts:

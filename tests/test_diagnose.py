@@ -345,9 +345,11 @@ def test_a_long_loop_is_drawn_around_the_stop_a_short_one_whole():
     assert re.fullmatch(r"focus on (\w+): NOT DRAWN: (\d+) nodes from \1 to loss, (\d+) beside them \(.*\)", first), first
     assert int(re.search(r"(\d+) nodes from", first).group(1)) == len(d.path) - 1 - 3   # 3 nodes above the stop drawn
     assert "the graph around it" in d.picture.dot and '-> above [color="' in d.picture.dot   # the path goes on, thick
-    # the graph drawn from the loss, as the diagnosis drew it before (60 nodes): too wide to read
-    from helpers.graph import draw
-    assert svg_text_px(draw(ns["loss"], max_nodes=60).svg)[0] < 7
+    # the graph drawn from the loss op by op, as the diagnosis drew it before (60 nodes): too wide
+    # to read (draw() itself now folds the repeated steps; here they are drawn one by one)
+    from helpers import render
+    from helpers.walk import snapshot
+    assert svg_text_px(render.svg_from_dot(render.to_dot(snapshot(ns["loss"], max_nodes=60))))[0] < 7
     ns, err, _ = failing("rnn_plain_state")                 # one time step per batch: drawn whole
     short = why_backward_failed(err, names=ns)
     assert not short.picture.text.startswith("focus on") and "NOT DRAWN" not in short.picture.text
@@ -423,7 +425,7 @@ def test_render_marks_fills_path_and_legend_are_additive():
                                                      legend=(("#654321", "a group of my own"),)))
     assert "#123456" not in plain and "penwidth" not in plain and "a group of my own" not in plain
     assert marked.count('BGCOLOR="#123456"') == 1
-    assert f"{edge[0]} -> {edge[1]} [color=\"{render.HIGHLIGHT}\" penwidth=3]" in marked
+    assert f"{edge[0]} -> {edge[1]} [color=\"{render.STOP}\" penwidth=3]" in marked
     assert 'BGCOLOR="#654321"' in marked and "a group of my own" in marked
     assert render.to_dot(snap, marks=render.Marks()) == plain
 
@@ -476,7 +478,7 @@ def test_draw_steps_of_a_long_loop_is_drawn_where_the_steps_meet_and_reads():
     loss, clock, ns = rnn_cell_two_batches()
     pic = draw_steps(loss, clock=clock, names=ns)
     assert svg_text_px(pic.svg)[0] >= MIN_TEXT_PX
-    assert pic.text.startswith("where step 2 uses step 1's graph (made by step 1: red, made by step 2: yellow).")
+    assert pic.text.startswith("where step 2 uses step 1's graph (made by step 1: salmon, made by step 2: yellow).")
     snap = pic.snapshot
     assert snap.above is not None and snap.above.roots == ("loss",)
     # a node of step 1 feeds a node of step 2 in the picture: the place the steps meet

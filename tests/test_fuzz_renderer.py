@@ -631,7 +631,7 @@ def build(spec, width=4):
     return _TwoHeads(*body)
 
 
-BOX_TOTALS = re.compile(r'BGCOLOR="#f4f6f8"><TR><TD COLSPAN="2" ALIGN="LEFT"><B>[^<]*</B></TD></TR>'
+BOX_TOTALS = re.compile(r'BGCOLOR="#f4f6f8" STYLE="rounded"><TR><TD COLSPAN="2" ALIGN="LEFT"><B>[^<]*</B></TD></TR>'
                         r'<TR><TD COLSPAN="2" ALIGN="LEFT"><FONT POINT-SIZE="10">(?:each: \d+ saved, as listed; '
                         r'all \d+: )?(\d+) saved')
 DRAWN_SAVED = re.compile(r">(?:<S>)?saved (?!tensor)")
@@ -682,3 +682,43 @@ def test_module_pictures_of_random_models(specs, backward, cap, svg, repeated):
         if svg:
             assert "<svg" in auto.svg and auto.form in ("ops", "calls")
             STATS["module pictures laid out"] += 1
+
+
+# ------------------------------------------------------------------ options that compose (issue 18 §3)
+OPTION_NAMES = ("names", "title", "max_nodes", "modules", "focus", "expand")
+
+
+@settings(FUZZ, max_examples=max(1, FUZZ.max_examples // 4))
+@given(st.lists(layer_specs(), min_size=1, max_size=3), st.sets(st.sampled_from(OPTION_NAMES)),
+       st.sampled_from([3, 12, 300]), st.sampled_from([True, [], "first"]), st.booleans())
+def test_draw_takes_every_combination_of_its_options(specs, chosen, cap, expand, after_backward):
+    """Random nets drawn with a random subset of draw()'s six options: every combination draws
+    (text and DOT, no layout: the fuzzer stays cheap), except expand= without modules=, refused
+    with its reason. focus= with modules= counts what lies above the focus in one box."""
+    STATS["option examples"] += 1
+    torch.manual_seed(0)
+    net = build(("seq", specs))
+    x = torch.randn(3, 4, requires_grad=True)
+    with warnings.catch_warnings(), time_limit(EXAMPLE_TIMEOUT_S):
+        warnings.simplefilter("ignore")
+        with record_modules(net):
+            mid = net(x)
+            loss = (mid * 2).pow(2).sum()
+        if after_backward:
+            loss.backward(retain_graph=True)
+        first = next(iter(dict(net.named_children())), None)
+        kw = {"names": {"x": x, "loss": loss}, "title": "t <&>", "max_nodes": cap, "modules": net,
+              "focus": mid, "expand": ([first] if first is not None else []) if expand == "first" else expand}
+        kw = {k: v for k, v in kw.items() if k in chosen}
+        if "expand" in kw and "modules" not in kw:
+            with pytest.raises(GraphInputError, match="expand= opens module calls: it needs modules="):
+                draw(loss, **kw)
+            STATS["option combinations refused (expand without modules)"] += 1
+            return
+        pic = draw(loss, **kw)
+        assert pic.text and " at 0x" not in pic.text and "digraph" in pic.dot
+        if "title" in kw:
+            assert pic.text.startswith("t <&>") and "t &lt;&amp;&gt;" in pic.dot and "t <&>" not in pic.dot
+        if "focus" in kw and mid.grad_fn is not None:
+            assert "not drawn here, only counted" in pic.dot and pic.text.count("focus on") == 1
+        STATS["option combination drawn: " + "+".join(sorted(kw)) if len(kw) <= 1 else "option combinations drawn"] += 1

@@ -75,3 +75,52 @@ def test_the_site_exporter_copies_the_current_html_exporter():
         f"HTML_EXPORTER_SOURCE_SHA = {digest!r} here.")
     resources = build_site.exporter()._init_resources({"metadata": {"name": "x"}})
     assert resources["metadata"]["name"] == "x" and resources["output_extension"] == ".html"
+
+
+# ---- engine-robust: autograd's raw saved variables (helpers/walk.py, _raw_saved and _hooked_saved) ----
+# The walk reads what a node saved without unpacking it when a saved-tensor hook may run user
+# code (a non-reentrant torch.utils.checkpoint re-runs the forward on each unpack). It relies
+# on: `node._raw_saved_<slot>` / `node._raw_saved_tensors` giving torch._C._autograd.SavedTensor
+# objects; their `unpack_hook` (None without a hook) and `data` (what the pack hook returned,
+# None once backward freed it); and torch.utils.checkpoint's placeholder class `_Holder`.
+def test_raw_saved_variables_are_read_without_unpacking():
+    import torch
+    from torch.utils import checkpoint
+
+    from helpers import walk
+
+    where = ("torch changed its raw saved variables: helpers/walk.py (_raw_saved, _hooked_saved, "
+             "_packed_saved) reads them so that drawing a checkpointed graph re-runs no user code")
+    calls = []
+
+    def block(h):
+        calls.append(1)
+        return h.exp()
+
+    x = torch.randn(3, requires_grad=True)
+    y = checkpoint.checkpoint(block, x, use_reentrant=False)
+    raw = walk._raw_saved(y.grad_fn, "_saved_result")
+    assert type(raw).__name__ == "SavedTensor", where
+    assert callable(raw.unpack_hook), where
+    assert isinstance(raw.data, walk._checkpoint_holder_type()), (
+        where + "; torch.utils.checkpoint._Holder is no longer what its pack hook returns")
+    assert len(calls) == 1, where + "; reading .unpack_hook or .data re-ran the forward"
+    y.sum().backward()
+    assert raw.data is None and raw.unpack_hook is None, where + "; after backward .data should be None"
+
+    plain = x.exp()
+    raw = walk._raw_saved(plain.grad_fn, "_saved_result")
+    assert raw.unpack_hook is None and torch.equal(raw.data, plain.detach()), where
+
+    class Twice(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, a):
+            ctx.save_for_backward(a, a * 2)
+            return a.clone()
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    raw = walk._raw_saved(Twice.apply(x).grad_fn, "saved_tensors")
+    assert isinstance(raw, tuple) and len(raw) == 2 and all(r.unpack_hook is None for r in raw), where

@@ -1,0 +1,43 @@
+"""A Snapshot to a scene: the passes, in order. Each pass is in a file named for its job."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ..snapshot import Snapshot
+from . import cap, far_uses, focus, module_clusters, palette, ran_marks, shared_sizes, spotlight, step_colours, transposes
+from .legend import features
+from .marks import NO_MARKS, Grouping, Marks
+from .scene import Scene
+from .snapshot_boxes import base_scene
+
+
+def scene_of(snap: Snapshot, title=None, highlight=(), marks: Marks = NO_MARKS, grouping: Grouping | None = None,
+             refs: bool = True, fold: bool = True, sizes=None, legend: bool = True, entries=None) -> Scene:
+    """The scene of one snapshot. refs=False / fold=False draw every use of a shared leaf as an
+    edge / every TBackward0 as a box (slow to lay out; kept for the benchmark). sizes: box sizes
+    shared with related pictures (shared_sizes.measure); entries: legend keys shared too (a
+    stepper's frames), else this picture's own; legend=False: no legend, the title on top."""
+    scene = base_scene(snap, grouping.params if grouping is not None else frozenset())
+    if fold:
+        transposes.fold(scene, snap)
+    if refs:
+        far_uses.add_refs(scene, snap)
+    step_colours.fill(scene, marks)
+    ran_marks.mark(scene, marks, highlight)
+    spotlight.fade(scene, marks)
+    shared_sizes.apply(scene, sizes)
+    if grouping is not None:
+        module_clusters.group(scene, grouping)
+    cap.add_more_box(scene, snap)
+    focus.add_above_box(scene, snap)
+    step_colours.thicken(scene, marks)
+    if grouping is not None:
+        module_clusters.order_only(scene, grouping)
+    scene.title = title
+    scene.title_width = (sizes or {}).get("title", (None,))[0]
+    if legend:
+        scene.framed_title = bool(title)
+        m = replace(marks, highlight=frozenset(highlight) | marks.highlight)
+        keys = features([snap], m, grouping) if entries is None else entries
+        scene.legend = palette.entries(keys, marks.legend)
+    return scene

@@ -1,0 +1,40 @@
+"""What a picture marks on top of a snapshot, and how it groups nodes: the inputs of the passes."""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Marks:
+    """highlight: the node running now; ran: {id: (k, ...)}, the nodes a backward call ran, k-th;
+    changed: tensor ids whose .grad changed; fills: {id: fill colour} replacing the usual (the
+    training step that made an op, where backward stopped); path: {(from id, to id)}, edges drawn
+    thick; legend: ((colour, words), ...) added to the legend; spotlight: ids drawn as usual, every
+    other box faded."""
+
+    highlight: frozenset = frozenset()
+    ran: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
+    changed: frozenset = frozenset()
+    fills: Mapping[str, str] = field(default_factory=dict)
+    path: frozenset = frozenset()
+    legend: tuple = ()
+    spotlight: frozenset = frozenset()     # when set, every other box is faded: the change stands out
+
+
+NO_MARKS = Marks()
+
+
+@dataclass
+class Grouping:
+    """Clusters of a picture (helpers.modules): `of` maps a node id to its cluster; `clusters`
+    maps a cluster to (its parent or None, its label as spans); `boxes` are extra boxes (id ->
+    Table, placed in cluster of[id]) and `box_edges` their edges; `params`: leaf ids drawn as
+    one-line parameter boxes; `invisible`: edges that only order the layout."""
+
+    of: dict[str, str]
+    clusters: dict
+    boxes: dict = field(default_factory=dict)
+    box_edges: list = field(default_factory=list)
+    params: frozenset = frozenset()
+    invisible: list = field(default_factory=list)

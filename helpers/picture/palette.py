@@ -1,0 +1,100 @@
+"""The picture's visual language: each colour and mark has one meaning, in every tool (draw,
+watch, compare, the stepper, draw_steps, why_backward). `MEANINGS` registers every colour the
+pictures use with its one meaning; registering a colour twice is an error at import, and
+tests/test_palette.py fails when a picture uses a colour outside it or a legend gives a colour
+another meaning. `legend()` shows the whole language (notebook 00, the cheat sheet)."""
+from __future__ import annotations
+
+import html
+
+from .scene import Cell
+
+# (colour, meaning): the one list. A "family" of fills (the training step that made an op) is one
+# meaning: 'made by training step k', each step its own fill.
+_COLOURS = (
+    ("LEAF", "#cfe8fc", "leaf tensor (fill), with its .grad"),
+    ("OP", "#eeeeee", "op (grad_fn) (fill), with what it saved"),
+    ("NAMED", "#d9f2d0", "tensor you named (fill)"),
+    ("HELD", "#1e6b30", "saved tensor held in memory (green text)"),
+    ("FREED", "#c0392b", "saved tensor FREED by backward (red text, struck through)"),
+    ("MODIFIED", "#00838f", "saved, then modified in place (teal text)"),
+    ("VALUE", "#666666", "details (grey italics): settings, a shared buffer"),
+    ("HIGHLIGHT", "#ffb703", "the node running in this step (amber fill)"),
+    ("RAN", "#6a3d9a", "ran #k: ran in this backward call, k-th (purple frame)"),
+    ("CHANGED", "#0b62a4", ".grad changed by this call (blue frame, bold value)"),
+    ("STOP", "#e0457b", "where backward stopped, and the path from the loss to it (pink)"),
+    ("CLUSTER", "#7a8a9a", "a box standing for several nodes: module call, folded or counted nodes (slate)"),
+    ("EDGE", "#555555", "edges and op frames (dark grey)"),
+    ("CALL_FILL", "#f4f6f8", "a box standing for several nodes (pale fill)"),
+    ("FADED", "#b8b8b8", "unchanged, faded so the change stands out"),
+    ("PAIR", "#999999", "the frame of each picture of a before/after pair"),
+    ("STEP0", "#d0d0d0", "made by training step k (fill): before the loop"),
+    ("STEP1", "#f6c8c0", "made by training step k (fill): step 1, or an earlier step"),
+    ("STEP2", "#fff0a8", "made by training step k (fill): step 2, or this step"),
+    ("STEP3", "#dcebb0", "made by training step k (fill): step 3"),
+    ("STEP4", "#eadbc8", "made by training step k (fill): step 4 and later"),
+)
+MEANINGS: dict[str, str] = {}
+for _name, _colour, _meaning in _COLOURS:
+    if _colour in MEANINGS:
+        raise ValueError(f"palette: {_colour} means both {MEANINGS[_colour]!r} and {_meaning!r}")
+    MEANINGS[_colour] = _meaning
+(LEAF, OP, NAMED, HELD, FREED, MODIFIED, VALUE, HIGHLIGHT, RAN, CHANGED, STOP, CLUSTER, EDGE, CALL_FILL, FADED,
+ PAIR) = (c for _, c, _ in _COLOURS[:16])
+STEP_FILLS = tuple(c for n, c, _ in _COLOURS if n.startswith("STEP"))
+STEP_WORDS = ("grey", "salmon", "yellow", "lime", "beige")
+
+
+def family(colour: str) -> str:
+    """The meaning of a colour, its step-family words dropped ('made by training step k (fill)')."""
+    return MEANINGS[colour].split(":")[0]
+
+
+def swatch(bg=None, colour=None, style=None, border=None) -> Cell:
+    return Cell(bg=bg, frame_colour=colour, style=style, border=border, width=12, height=10)
+
+
+LEGEND = {
+    "leaf": (swatch(LEAF), "leaf tensor, with its .grad"),
+    "op": (swatch(OP), "op (grad_fn), with what it saved"),
+    "named": (swatch(NAMED), "tensor you named (dashed: made by)"),
+    "held": (swatch(HELD), "saved tensor held in memory"),
+    "freed": (swatch(FREED), "saved tensor FREED by backward"),
+    "modified": (swatch(MODIFIED), "saved, then modified in place"),
+    "shared": (swatch(VALUE), "shared buffer: one buffer, several slots (counted once)"),
+    "running": (swatch(HIGHLIGHT), "the node running in this step"),
+    "ran": (swatch(RAN), "ran #k: ran in this backward, k-th"),
+    "changed": (swatch(CHANGED), ".grad changed by this call"),
+    "faded": (swatch(FADED), "unchanged by this call (faded)"),
+    "ref": (swatch(LEAF, style="dashed", border=1), "same leaf, drawn again near a far use"),
+    "transpose": (swatch(), ".T on an edge: weight used transposed (TBackward0)"),
+    "module": (swatch(colour=CLUSTER, style="rounded", border=1), "module call: saved bytes held / freed"),
+    "repeat": (swatch(CALL_FILL, colour=CLUSTER, style="dashed", border=1), "xN: N more blocks like the one drawn, folded"),
+    "more": (swatch(colour=CLUSTER, style="dashed", border=1), "nodes beyond max_nodes, counted"),
+    "above": (swatch(colour=CLUSTER, style="dashed", border=1), "nodes from the focus to the roots, counted"),
+}
+
+
+def entries(keys, extra=()) -> list:
+    """Legend entries [(swatch Cell, words)] for `keys`, then `extra` ((colour, words), ...)."""
+    return [LEGEND[k] for k in keys] + [(swatch(c), words) for c, words in extra]
+
+
+class Legend:
+    """The whole visual language as a table: text/plain (what nbval compares) and text/html."""
+
+    def rows(self) -> list[tuple[str, str]]:
+        return [(c, MEANINGS[c]) for _, c, _ in _COLOURS if c not in (EDGE, PAIR)]
+
+    def __repr__(self) -> str:
+        return "\n".join(f"{c}  {m}" for c, m in self.rows())
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        cells = "".join(f'<tr><td style="background:{c};width:2em;border:1px solid #999"></td>'
+                        f"<td style=\"text-align:left\">{html.escape(m)}</td></tr>" for c, m in self.rows())
+        return {"text/plain": repr(self), "text/html": f"<table>{cells}</table>"}
+
+
+def legend() -> Legend:
+    """Every colour of the pictures and its one meaning: `from helpers import legend; legend()`."""
+    return Legend()

@@ -1,0 +1,137 @@
+"""The first pass: a Snapshot's ops and tensors as boxes, its edges as edges."""
+from __future__ import annotations
+
+from ..snapshot import NAMED_TENSOR_ROLES, Role, Saved, SavedState, Snapshot, fmt_bytes, fmt_shape
+from .palette import EDGE, FREED, HELD, LEAF, MODIFIED, NAMED, OP, VALUE
+from .scene import Box, Cell, Edge, Scene, Span, Table
+
+GRAD_VALUES_SHOWN = 4     # a box shows at most this many numbers of a .grad (the text form: all)
+
+
+def is_leaf(snap: Snapshot, node_id: str) -> bool:
+    """The one test for "this node is a leaf tensor" in a picture."""
+    return snap.role(node_id) is Role.LEAF
+
+
+def shared_tag() -> list[Span]:
+    return [Span("\u00a0"), Span("shared buffer", colour=VALUE, italic=True)]
+
+
+_ABSENT = object()
+
+
+def holder_words(s) -> str:
+    """Who still holds a FREED buffer (Saved.held_by, when the walk knows): ' - memory returned'
+    (only the graph held it), ' - still held by leaf x, no memory returned', ' - holder unknown'
+    (drawn only after backward: never guessed); '' when the snapshot does not say."""
+    held_by = getattr(s, "held_by", _ABSENT)
+    if held_by is _ABSENT:
+        return ""
+    if held_by is None:
+        return " - holder unknown"
+    if not held_by:
+        return " - memory returned"
+    return f" - still held by {', '.join(held_by)}, no memory returned"
+
+
+def saved_rows(op, shared=frozenset()) -> list[list[Cell]]:
+    """One row per saved tensor (held, FREED, modified in place, unreadable), then settings."""
+    rows = []
+    for s in op.saved:
+        tag = shared_tag() if s.slot in shared else []
+        alias = f" {s.alias_note()}" if s.alias else ""
+        if s.state is SavedState.FREED:
+            size = alias + ("" if s.shape is None else f" {fmt_shape(s.shape)} {fmt_bytes(s.nbytes)}")
+            spans = [Span(f"saved {s.slot}{size}", strike=True), Span("\u00a0\u00a0"), Span("FREED", bold=True)] + tag
+            holder = holder_words(s)
+            if holder:             # on a line of its own: a FREED row no wider than before
+                spans += [Span(br=True), Span(holder.removeprefix(" - "))]
+            rows.append([Cell(spans, colour=FREED, size=10, align="LEFT")])
+        elif s.is_tensor and s.modified:  # held, but changed in place since it was saved
+            size = "" if s.shape is None else f": {fmt_shape(s.shape)} {s.dtype} {fmt_bytes(s.nbytes)}"
+            spans = [Span(f"saved {s.slot}{alias}{size}"), Span(br=True),
+                     Span(f"MODIFIED IN PLACE since saved ({s.modified})", bold=True)]
+            rows.append([Cell(spans, colour=MODIFIED, size=10, align="LEFT")])
+        elif s.state is SavedState.RECOMPUTED:  # a checkpoint re-runs the forward for it in backward
+            spans = [Span(f"saved {s.slot}: "), Span("recomputed in backward", bold=True),
+                     Span(" (checkpoint), not held")]
+            rows.append([Cell(spans, colour=VALUE, size=10, align="LEFT")])
+        elif s.state is SavedState.UNREADABLE:  # reading it raised something we do not know
+            spans = [Span(f"saved {s.slot}: "), Span("unreadable", bold=True), Span(f" ({s.value})")]
+            rows.append([Cell(spans, colour=VALUE, size=10, align="LEFT")])
+        elif s.is_tensor:
+            spans = [Span(f"saved {s.slot}{alias}: {fmt_shape(s.shape)} {s.dtype} {fmt_bytes(s.nbytes)}")] + tag
+            rows.append([Cell(spans, colour=HELD, size=10, align="LEFT")])
+    rows.extend(value_rows([s for s in op.saved if not s.is_tensor and s.state is SavedState.VALUE]))
+    return rows
+
+
+def value_rows(values: list[Saved]) -> list[list[Cell]]:
+    """The plain numbers an op saved, kept short: up to three settings (`exponent = 2`); size
+    bookkeeping (`*_sym_sizes`) and longer lists are left to the text form."""
+    settings = [v for v in values if "sym_" not in v.slot]
+    if len(settings) > 3:
+        return []
+    return [[Cell([Span(f"{v.slot} = {v.value}", italic=True)], colour=VALUE, size=10, align="LEFT")]
+            for v in settings]
+
+
+def op_box(op, shared=frozenset()) -> Box:
+    freed = any(s.state is SavedState.FREED for s in op.saved)
+    rows = [[Cell([Span(op.name, bold=True)], bg=OP)]] + saved_rows(op, shared)
+    return Box(op.id, Table(rows, cellpadding=3, colour=FREED if freed else EDGE), "op")
+
+
+def short_values(text: str | None, shown: int = GRAD_VALUES_SHOWN) -> str:
+    """'[1, 2, 3, 4, 5, 6] (2, 3)' -> '[1, 2, 3, 4, ...] (2, 3)': a picture shows at most
+    `shown` numbers of a gradient (the text form keeps them all)."""
+    if not text or not text.startswith("["):
+        return str(text)
+    close = text.find("]")
+    values = text[1:close].split(", ")
+    if close < 0 or len(values) <= shown:
+        return text
+    return "[" + ", ".join(values[:shown]) + ", ...]" + text[close + 1:]
+
+
+def tensor_box(t) -> Box:
+    rows = [[Cell([Span(t.name, bold=True)])],
+            [Cell([Span(f"{fmt_shape(t.shape)} {t.dtype}")], size=10)]]
+    grad = short_values(t.grad)
+    if t.role is Role.LEAF:
+        rows.append([Cell([Span("grad: "), Span(grad)], size=10)])
+    elif t.retains_grad:
+        rows.append([Cell([Span("retains grad: "), Span(grad)], size=10)])
+    else:
+        rows.append([Cell([Span("grad: not kept (non-leaf)", italic=True)], colour=VALUE, size=10)])
+    return Box(t.id, Table(rows, bg=LEAF if t.role is Role.LEAF else NAMED), "tensor")
+
+
+def param_box(t) -> Box:
+    """A parameter in a picture grouped by module: one line, name and shape; its .grad only said
+    to be there or not (the text form has the values)."""
+    grad = "no grad" if t.grad is None else "grad set"
+    spans = [Span(t.name.rsplit(".", 1)[-1], size=10, bold=True), Span(f" {fmt_shape(t.shape)} · {grad}", size=10)]
+    return Box(t.id, Table([[Cell(spans)]], bg=LEAF), "param")
+
+
+def ref_box(rid: str, t) -> Box:
+    spans = [Span(t.name, size=10, bold=True), Span(" · same leaf", size=10)]
+    return Box(rid, Table([[Cell(spans)]], bg=LEAF, style="dashed"), "ref")
+
+
+def base_scene(snap: Snapshot, params=frozenset()) -> Scene:
+    """Every op and tensor of `snap` as a box (ops first), every edge; a named tensor's edge from
+    the op that made it dashed."""
+    scene = Scene()
+    shared: dict[str, set] = {}
+    for slots in snap.shared_buffers().values():
+        for op, sv in slots:
+            shared.setdefault(op.id, set()).add(sv.slot)
+    for op in snap.ops.values():
+        scene.add(op_box(op, shared.get(op.id, frozenset())))
+    for t in snap.tensors.values():
+        scene.add(param_box(t) if t.id in params else tensor_box(t))
+    for a, b in snap.edges:
+        scene.edges.append(Edge(a, b, style="dashed" if snap.role(b) in NAMED_TENSOR_ROLES else None))
+    return scene

@@ -1,0 +1,22 @@
+"""Spotlight: one change should draw the eye (notebook 04: y's 'retains grad' line, not the red
+FREED marks around it). Every box outside Marks.spotlight is faded: grey text, no fill."""
+from __future__ import annotations
+
+from .marks import Marks
+from .palette import FADED
+from .scene import Scene
+
+
+def fade(scene: Scene, marks: Marks) -> None:
+    if not marks.spotlight:
+        return
+    for box in scene.boxes.values():
+        if box.id in marks.spotlight or box.table is None or box.kind not in ("op", "tensor", "param", "ref"):
+            continue
+        t = box.table
+        t.colour, t.bg, t.border = FADED, None, 1
+        for row in t.rows:
+            for cell in row:
+                cell.colour, cell.bg = FADED, None
+                for span in cell.spans:
+                    span.colour = None

@@ -1,0 +1,46 @@
+"""Folded transposes: nn.Linear computes x @ W.T, so every Linear layer adds a TBackward0 box
+between its weight and its AddmmBackward0/MmBackward0. The picture folds it into the edge from
+the weight to that op, marked '.T' beside its start (the text form keeps the node)."""
+from __future__ import annotations
+
+from ..snapshot import Snapshot
+from .scene import Edge, Scene
+from .snapshot_boxes import is_leaf
+
+TRANSPOSE = "TBackward0"
+
+
+def folded_transposes(snap: Snapshot) -> dict[str, tuple[str, str]]:
+    """{TBackward0 id: (leaf id, user op id)} for each transpose drawn as a marked edge: it saved
+    nothing, its one input is a leaf, and its one output edge goes to an op (no named tensor, no
+    focus= box of the part above)."""
+    outs: dict[str, list[str]] = {}
+    for a, b in snap.edges:
+        outs.setdefault(a, []).append(b)
+    for a in snap.above.into if snap.above is not None else ():
+        outs.setdefault(a, []).append("above")
+    folded = {}
+    for op in snap.ops.values():
+        if op.name != TRANSPOSE or op.saved or len(op.inputs) != 1 or op.id in snap.cut_at:
+            continue
+        (leaf,), users = op.inputs, outs.get(op.id, [])
+        if is_leaf(snap, leaf) and len(users) == 1 and users[0] in snap.ops:
+            folded[op.id] = (leaf, users[0])
+    return folded
+
+
+def fold(scene: Scene, snap: Snapshot) -> None:
+    folded = folded_transposes(snap)
+    if not folded:
+        return
+    edges = []
+    for e in scene.edges:
+        if e.head in folded:          # weight -> its transpose: drawn with the transpose's own edge
+            continue
+        if e.tail in folded:          # transpose -> user: from the weight, marked .T
+            edges.append(Edge(folded[e.tail][0], e.head, tail_mark=".T", minlen=2, via=e.tail))
+            continue
+        edges.append(e)
+    scene.edges = edges
+    for t in folded:
+        del scene.boxes[t]

@@ -1,0 +1,90 @@
+"""helpers.layout: every picture is laid out under a time limit (issue 18 §4, "bounded layout").
+No timing is asserted: which path a source takes is decided by its measured cost, and the
+time limit is tested by making it tiny."""
+import pytest
+import torch
+
+from helpers import layout, render
+from helpers.graph import draw
+from helpers.picture.figure import Picture
+from helpers.picture.text_form import describe
+from helpers.walk import snapshot
+
+
+def op_by_op(loss, names):
+    """The picture of every op (draw() folds the repeated steps of these loops into one box)."""
+    snap = snapshot(loss, names=names)
+    return Picture(render.to_dot(snap), describe(snap))
+
+
+def attention(steps, d=4):
+    """Attention over every earlier state: a = softmax(h @ H.T); h = tanh((a @ H) @ w)."""
+    torch.manual_seed(0)
+    w = torch.randn(d, d, requires_grad=True)
+    h = torch.randn(1, d, requires_grad=True)
+    states = [h]
+    for _ in range(steps):
+        H = torch.cat(states)
+        a = torch.softmax(h @ H.T, dim=-1)
+        h = torch.tanh((a @ H) @ w)
+        states.append(h)
+    return h.sum(), {"w": w}
+
+
+def test_measure_counts_boxes_arrows_and_skipped_ranks():
+    # a -> b -> c and a -> c: c one rank below b, a above b; the arrow a -> c skips b's rank
+    cost = layout.measure('digraph {\n\ta -> b\n\tb -> c\n\ta -> c [color=red]\n\t"x y" -> c\n}')
+    assert (cost.nodes, cost.edges, cost.bends) == (4, 4, 1)
+    assert layout.measure("digraph { a }").total == 0
+
+
+def test_attention_over_40_steps_is_refused_in_advance_and_says_why(monkeypatch):
+    loss, names = attention(40)
+    pic = op_by_op(loss, names)
+    cost = layout.measure(pic.dot)
+    assert cost.total > layout.REFUSE_COST       # froze the kernel for minutes, in-process
+    def never(*a, **k):
+        raise AssertionError("a refused source must not be laid out")
+    monkeypatch.setattr(layout, "_in_process", never)
+    monkeypatch.setattr(layout, "_child", never)
+    assert "PICTURE NOT DRAWN" in pic.text and "focus=" in pic.text   # the text form says it
+    assert "PICTURE NOT DRAWN" in pic.svg and "<svg" in pic.svg       # and the picture
+    with pytest.raises(layout.LayoutRefused, match="more than 5 s"):
+        layout.laid_out(pic.dot, "plain")
+
+
+def test_a_medium_graph_is_simplified_in_a_child_process(monkeypatch):
+    loss, names = attention(13)
+    pic = op_by_op(loss, names)
+    assert layout.IN_PROCESS_COST < layout.measure(pic.dot).total <= layout.REFUSE_COST
+    assert "PICTURE SIMPLIFIED" in pic.text
+    monkeypatch.setattr(layout, "_in_process", lambda *a: pytest.fail("laid out in-process"))
+    svg = layout.laid_out(pic.dot, prog="pygraphviz")
+    assert svg.count("<g id=\"node") == layout.measure(pic.dot).nodes   # every box drawn
+
+
+def test_a_layout_that_runs_out_of_time_is_stopped_and_says_so(monkeypatch):
+    loss, names = attention(13)
+    monkeypatch.setattr(layout, "TIMEOUT_S", 0.01)     # the child cannot even start in that time
+    dot = op_by_op(loss, names).dot
+    with pytest.raises(layout.LayoutRefused, match=r"did not lay out .* within 0.01 s \(stopped\)"):
+        layout.laid_out(dot, "plain", prog="pygraphviz")
+    svg = layout.laid_out(dot, prog="pygraphviz")
+    assert "<svg" in svg and "(stopped)" in svg and "PICTURE NOT DRAWN" in svg
+
+
+def test_the_common_case_stays_in_process(monkeypatch):
+    x = torch.randn(3, requires_grad=True)
+    pic = draw((x * x).sum())
+    assert layout.measure(pic.dot).total <= layout.IN_PROCESS_COST
+    assert layout.note(pic.dot) is None and "PICTURE" not in pic.text
+    monkeypatch.setattr(layout, "_child", lambda *a: pytest.fail("a child process for a small picture"))
+    assert "<svg" in layout.laid_out(pic.dot, prog="pygraphviz")
+
+
+def test_draw_folds_the_attention_loop_and_lays_it_out_in_process():
+    # engine-scene: the 40 identical steps are one drawn step and one 'xN' box: cheap and readable
+    loss, names = attention(40)
+    pic = draw(loss, names=names)
+    assert layout.measure(pic.dot).total <= layout.IN_PROCESS_COST and "more of the block below" in pic.dot
+    assert "PICTURE" not in pic.text and "picture: folded:" in pic.text

@@ -1,0 +1,108 @@
+"""One visual language (issue 20 §3): each colour of every picture has one meaning."""
+import pathlib
+import re
+
+import pytest
+import torch
+
+from helpers import legend, step_through, watch
+from helpers.diagnosis_picture import StepClock, draw_steps
+from helpers.graph import draw
+from helpers.picture import palette
+from helpers.picture.snapshot_boxes import holder_words, saved_rows
+from helpers.snapshot import Saved, SavedState
+
+HELPERS = pathlib.Path(__file__).resolve().parent.parent / "helpers"
+COLOUR = re.compile(r"#[0-9a-fA-F]{6}\b")
+
+
+def test_the_palette_refuses_a_colour_with_two_meanings():
+    src = (HELPERS / "picture" / "palette.py").read_text()
+    twice = src.replace('("PAIR", "#999999"', '("PAIR", "#6a3d9a"')      # purple: already 'ran #k'
+    with pytest.raises(ValueError, match="#6a3d9a means both"):
+        exec(compile(twice, "palette_twice.py", "exec"), {"__name__": "helpers.picture.palette_twice",
+                                                        "__package__": "helpers.picture"})
+
+
+def test_every_colour_in_the_picture_code_is_registered():
+    for p in [*HELPERS.glob("picture/*.py"), HELPERS / "modules.py", HELPERS / "diagnosis_picture.py",
+              HELPERS / "stepper.py", HELPERS / "graph.py", HELPERS / "render.py"]:
+        if p.name == "palette.py":
+            continue
+        stray = set(COLOUR.findall(p.read_text())) - set(palette.MEANINGS)
+        assert not stray, f"{p.name} uses {stray}: register each colour, with its one meaning, in palette.py"
+
+
+def _legends(dot: str):
+    """{colour: words} from the legend rows of a DOT source (a swatch cell, then its words)."""
+    out = {}
+    for colour, words in re.findall(r'<TD WIDTH="\d+" HEIGHT="\d+"(?: BGCOLOR="(#\w+)")?[^>]*></TD>'
+                                    r'<TD ALIGN="LEFT"><FONT POINT-SIZE="10">([^<]*)</FONT>', dot):
+        if colour:
+            out.setdefault(colour, set()).add(words)
+    return out
+
+
+def test_one_colour_one_meaning_across_every_tool():
+    """draw, watch (ran #k, changed .grad), the stepper (running node), draw_steps (made by step k)
+    and a why_backward picture (where backward stopped): every colour a legend shows is registered,
+    and no two tools' legends give one colour two meanings."""
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    y = x * 2
+    y.retain_grad()
+    z = (y.exp() * x).sum()
+    dots = [draw(z, names={"x": x, "z": z}).dot]
+    with watch(z, names={"x": x, "y": y, "z": z}, title="backward") as w:
+        z.backward(retain_graph=True)
+    dots.append(w.picture.dot)
+    st = step_through(lambda: z.backward(), z, names={"x": x})
+    dots += [st.dot(i) for i in range(len(st.frames))]
+    clock, w2, h = StepClock(), torch.tensor([0.5], requires_grad=True), torch.ones(1)
+    for _ in range(3):
+        clock.tick()
+        h = torch.tanh(h * w2)
+    dots.append(draw_steps(h, clock=clock, names={"w": w2}).dot)
+    from helpers.diagnose import why_backward_failed
+    loss = h.sum()
+    loss.backward()
+    try:
+        loss.backward()
+    except RuntimeError as err:
+        dots.append(why_backward_failed(err, names={"w": w2, "h": h, "loss": loss}).picture.dot)
+    # what a legend must say next to each colour: the registered meaning, in any tool's words
+    says = {palette.RAN: "ran", palette.HIGHLIGHT: "running", palette.CHANGED: "changed", palette.STOP: "stopped",
+            palette.FREED: "FREED", palette.HELD: "held", palette.MODIFIED: "modified", palette.LEAF: "leaf",
+            **{c: "step" for c in palette.STEP_FILLS[1:]}, palette.STEP_FILLS[0]: "made"}
+    used = set()
+    for dot in dots:
+        for colour, words in _legends(dot).items():
+            assert colour in palette.MEANINGS, (colour, words)
+            used.add(colour)
+            for w in words:
+                assert says.get(colour, "") in w, f"{colour} ({palette.MEANINGS[colour]}) explained as {w!r}"
+    assert {palette.RAN, palette.HIGHLIGHT, palette.CHANGED, palette.STOP} <= used
+
+
+def test_the_legend_shows_the_whole_language():
+    text = repr(legend())
+    assert "ran #k" in text and "where backward stopped" in text and "made by training step k" in text
+    assert len(text.splitlines()) == len(palette.MEANINGS) - 2       # edges and the pair's frame left out
+
+
+def _saved(**kw):
+    return Saved(slot="self", state=SavedState.FREED, is_tensor=True, shape=(2,), dtype="float32", nbytes=8, **kw)
+
+
+@pytest.mark.parametrize("held_by, words", [
+    (None, " - holder unknown"), ((), " - memory returned"),
+    (("leaf x",), " - still held by leaf x, no memory returned")])
+def test_a_freed_row_says_who_still_holds_the_buffer(held_by, words):
+    import dataclasses
+    import types
+
+    assert holder_words(types.SimpleNamespace(slot="self")) == ""   # a Saved without held_by: unchanged
+    s = dataclasses.replace(_saved(), held_by=held_by)               # engine-robust's Saved.held_by
+    assert holder_words(s) == words
+    spans = saved_rows(types.SimpleNamespace(saved=[s]))[0][0].spans
+    assert [sp.text for sp in spans[-3:-1]] == ["FREED", ""] and spans[-2].br     # FREED, then a line
+    assert "FREED - " + spans[-1].text == "FREED" + words

@@ -1,0 +1,193 @@
+"""The scene layer (issue 18 §2, §4): DOT written in one place, imports one way, repeated structure
+that reads at notebook width."""
+import ast
+import pathlib
+import re
+
+import pytest
+import torch
+from torch import nn
+
+from helpers.graph import draw
+from helpers.picture import repeats
+from helpers.picture.layout import MIN_TEXT_PX, reads_at, smallest_text_px
+from helpers.walk import snapshot
+
+HELPERS = pathlib.Path(__file__).resolve().parent.parent / "helpers"
+
+
+def _modules():
+    out = {}
+    for p in HELPERS.rglob("*.py"):
+        parts = p.relative_to(HELPERS.parent).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        out[name] = p
+    return out
+
+
+def _imports(name, path, known):
+    pkg = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+    deps = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = ".".join(pkg.split(".")[: len(pkg.split(".")) - node.level + 1])
+                mod = f"{base}.{node.module}" if node.module else base
+            elif (node.module or "").startswith("helpers"):
+                mod = node.module
+            else:
+                continue
+            for a in node.names:
+                deps.add(f"{mod}.{a.name}" if f"{mod}.{a.name}" in known else mod)
+        elif isinstance(node, ast.Import):
+            deps.update(a.name for a in node.names if a.name.startswith("helpers"))
+    return {d for d in deps if d in known and d != name}
+
+
+def test_no_import_cycles_and_the_picture_package_imports_nothing_above_it():
+    mods = _modules()
+    graph = {m: _imports(m, p, mods) for m, p in mods.items()}
+    state = {}
+
+    def visit(m, path):
+        state[m] = "open"
+        for d in graph[m]:
+            assert state.get(d) != "open", "import cycle: " + " -> ".join(path + [d])
+            if d not in state:
+                visit(d, path + [d])
+        state[m] = "done"
+
+    for m in graph:
+        if m not in state:
+            visit(m, [m])
+    for m, deps in graph.items():
+        if m.startswith("helpers.picture"):
+            above = [d for d in deps if not d.startswith("helpers.picture")
+                     and d not in ("helpers.snapshot", "helpers.layout")]
+            assert not above, f"{m} imports {above}: the picture package may use only helpers.snapshot and helpers.layout"
+
+
+def test_dot_is_written_in_one_module_and_never_edited_as_text():
+    writer = HELPERS / "picture" / "dot_writer.py"
+    for p in HELPERS.rglob("*.py"):
+        if p == writer:
+            continue
+        src = p.read_text()
+        for pattern in (r"\bdigraph\b\s*\{", r"\.body\b", r"[\"'] -> [\"'] (not )?in\b", r"rfind\(\"\}\"\)", "import graphviz"):
+            assert not re.search(pattern, src), f"{p.relative_to(HELPERS.parent)} writes or edits DOT ({pattern})"
+
+
+def _rnn(steps):
+    torch.manual_seed(0)
+    cell = nn.RNNCell(8, 16)
+    h, xs = torch.zeros(1, 16), torch.randn(steps, 1, 8)
+    for t in range(steps):
+        h = cell(xs[t], h)
+    return h.sum()
+
+
+def _tanh_chain(n=400):
+    torch.manual_seed(0)
+    w, h = torch.randn(4, 4, requires_grad=True), torch.randn(1, 4)
+    for _ in range(n):
+        h = torch.tanh(h @ w)
+    return h.sum(), w
+
+
+def _dense(layers=40):
+    torch.manual_seed(0)
+    outs = [torch.randn(1, 4)]
+    for lin in [nn.Linear(4, 4) for _ in range(layers)]:
+        outs.append(torch.relu(lin(sum(outs))))     # every earlier output feeds the next layer
+    return outs[-1].sum()
+
+
+def test_an_unrolled_rnn_is_its_last_block_and_one_box_for_the_rest():
+    loss = _rnn(20)
+    folded = repeats.fold(snapshot(loss))
+    assert folded.count == 18                      # 20 steps: the first (no h yet) differs, one drawn
+    assert sorted(folded.block) == sorted(["AddmmBackward0", "AddmmBackward0", "AddBackward0", "TanhBackward0",
+                                           "TBackward0", "TBackward0"])
+    pic = draw(loss)
+    assert pic.text.endswith("picture: " + folded.words)
+    assert "&#215;18 more of the block below" in pic.dot
+    chain, _ = _tanh_chain()
+    # 148 folded blocks each save w (one 64 B buffer), h (16 B) and tanh's result, which is the next
+    # block's h: 64 + 148 x 16 = 2,432 B (4.7 KiB when every slot counts its buffer again)
+    assert "all 148: 2.4 KiB held (a buffer counted once)" in draw(chain).dot
+    # the text form still lists every op: two matrix products a step
+    assert len(re.findall(r"^\w+ AddmmBackward0\(", pic.text, flags=re.M)) == 2 * 20
+
+
+@pytest.mark.parametrize("make", ["rnn20", "tanh_chain", "dense40"])
+def test_repeated_structure_reads_at_notebook_width(make):
+    loss = {"rnn20": lambda: _rnn(20), "tanh_chain": lambda: _tanh_chain()[0], "dense40": _dense}[make]()
+    pic = draw(loss)
+    assert smallest_text_px(pic.svg) >= MIN_TEXT_PX, (make, smallest_text_px(pic.svg))
+    assert reads_at(pic.svg, MIN_TEXT_PX)
+    if make == "dense40":       # no repeated block: fewer nodes, and the picture says so
+        assert pic.simplified and "to read at notebook width (max_nodes= draws more)" in pic.dot
+
+
+def test_a_short_loop_is_not_folded():
+    loss = _rnn(5)        # 4 identical blocks, 18 ops: too few to hide, drawn op by op
+    assert repeats.fold(snapshot(loss)).ops_folded < repeats.FOLD_FROM_OPS
+    assert repeats.fold(snapshot(_rnn(3))) is None
+    assert "more of the block below" not in draw(loss).dot
+
+
+def test_notebooks_import_only_the_public_api():
+    """helpers.__all__ is the public API; every helpers name a notebook imports is in it, and
+    every name in it resolves."""
+    import nbformat
+
+    import helpers
+    from scripts import notebooks
+
+    for name in helpers.__all__:
+        assert getattr(helpers, name) is not None
+    pattern = re.compile(r"^\s*from helpers(?:\.[\w.]+)? import ([^\n#]+)", re.M)
+    for path in notebooks():
+        for cell in nbformat.read(path, as_version=4).cells:
+            if cell.cell_type != "code":
+                continue
+            for names in pattern.findall(cell.source):
+                for name in (n.strip(" ()") for n in names.split(",")):
+                    assert name in helpers.__all__, f"{path.name} imports {name}, not in helpers.__all__"
+
+
+def test_after_view_marks_the_changes_and_fades_the_rest():
+    from helpers import watch
+    from helpers.picture import palette
+
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    y = x * 2
+    y.retain_grad()
+    z = (y.exp() * x).sum()
+    with watch(z, names={"x": x, "y": y, "z": z}, title="z.backward()") as w:
+        z.backward()
+    view = w.after_view()
+    assert view.text.startswith("after z.backward(): what changed (unchanged boxes faded)")
+    assert palette.FADED in view.dot and palette.CHANGED in view.dot and palette.FREED in view.dot
+    only_y = w.after_view(spotlight=["y"]).dot
+    # with y alone in the spotlight no FREED row keeps its red (the legend still explains red)
+    boxes = [line for line in only_y.splitlines() if "[label=<<TABLE" in line and "legend" not in line]
+    assert not any(palette.FREED in line for line in boxes)
+    assert any("retains grad" in line and palette.CHANGED in line for line in boxes)
+    with pytest.raises(Exception, match="no tensor named"):
+        w.after_view(spotlight=["nope"])
+
+
+def test_the_static_stepper_can_show_only_the_frames_that_change_something():
+    from helpers import step_through
+
+    a = torch.tensor([1.0, 2.0], requires_grad=True)
+    c = (a.exp() * a).sum()
+    st = step_through(lambda: c.backward(), c, names={"a": a, "c": c}, frames="changes")
+    shown = st.changing()
+    assert shown[0] == 0 and shown[-1] == len(st.frames) - 1 and len(shown) < len(st.frames)
+    for i in range(1, len(st.frames) - 1):      # a frame left out releases nothing and changes no .grad
+        f = st.frames[i]
+        assert (i in shown) == bool(f.released or f.grad_changes or f.error)
+    assert st.html.count('class="bt-frame"') == len(shown)
+    assert f"{len(shown)} of {len(st.frames)} frames" in st.html and "static form: frames" in st.text
