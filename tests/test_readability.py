@@ -112,3 +112,76 @@ def test_every_committed_picture_is_readable_at_notebook_width(path):
     bad = unreadable(nb)
     assert not bad, (f"{path.name}: pictures whose smallest text is under {MIN_TEXT_PX:g} px at "
                      f"{OUTPUT_WIDTH_PX} px output width:\n  " + "\n  ".join(bad))
+
+
+# ---- core paths (issue 20 §4): 11 px and 900 px, read with the engine's one readability rule ----
+from helpers.picture.layout import CORE_TEXT_PX, reads_at, shown_px, smallest_text_px  # noqa: E402
+from scripts import lengths, skeleton  # noqa: E402
+
+CORE_MAX_HEIGHT_PX = 900
+
+
+def core_picture_problems(nb) -> list:
+    """['cell 9 (...): text 9.6 px (core paths: >= 11 px)', 'cell 13 (...): 1,636 px tall (...)'] for
+    the pictures of core-path cells: not under a Going deeper heading (scripts/skeleton.py), source not
+    hidden. A folded pair or a hidden cell's output may keep the 9 px rule above."""
+    sk = skeleton.classify(nb)
+    out = []
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type != "code" or not sk.core(i) or lengths.is_hidden(cell):
+            continue
+        head = cell.source.strip().splitlines()[0][:60] if cell.source.strip() else ""
+        for output in cell.outputs:
+            for svg in dict.fromkeys(svgs_in(output)):
+                if not reads_at(svg, CORE_TEXT_PX):
+                    out.append(f"cell {i} ({head!r}): text {smallest_text_px(svg):.1f} px "
+                               f"(core paths: >= {CORE_TEXT_PX:g} px at {OUTPUT_WIDTH_PX} px)")
+                height = shown_px(svg)[1]
+                if height > CORE_MAX_HEIGHT_PX:
+                    out.append(f"cell {i} ({head!r}): {height:,.0f} px tall "
+                               f"(core paths: <= {CORE_MAX_HEIGHT_PX} px at {OUTPUT_WIDTH_PX} px)")
+    return out
+
+
+def _picture_cell(svg, hidden=False):
+    cell = nbformat.v4.new_code_cell("w", outputs=[nbformat.v4.new_output(
+        "display_data", data={"image/svg+xml": svg, "text/plain": "w"})])
+    if hidden:
+        cell.metadata["jupyter"] = {"source_hidden": True}
+    return cell
+
+
+def test_core_rule_checks_text_and_height_and_skips_folded_cells():
+    small = '<svg width="1100pt" height="300pt" viewBox="0 0 1100 300"><text font-size="10.00">x</text></svg>'
+    tall = '<svg width="600pt" height="800pt" viewBox="0 0 600 800"><text font-size="10.00">x</text></svg>'
+    fine = '<svg width="600pt" height="600pt" viewBox="0 0 600 600"><text font-size="10.00">x</text></svg>'
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell("# t\n\n## 1. A section"),
+                _picture_cell(small), _picture_cell(tall), _picture_cell(fine), _picture_cell(small, hidden=True),
+                nbformat.v4.new_markdown_cell("#### Going deeper: the full pair"), _picture_cell(tall),
+                nbformat.v4.new_markdown_cell("## 2. Back on the path"), _picture_cell(fine)]
+    # 10 pt at 1,100 pt shown 860 px wide: 10 x 860 / 1100 = 7.8 px; 800 pt = 1,067 px tall
+    assert core_picture_problems(nb) == [
+        "cell 1 ('w'): text 7.8 px (core paths: >= 11 px at 860 px)",
+        "cell 2 ('w'): 1,067 px tall (core paths: <= 900 px at 860 px)"]
+
+
+# Core paths still over the rule on a scratch run of lesson-pictures (engine-scene + lessons), each with
+# what it needs. strict: the day one passes, this list must shrink.
+KNOWN_OVER = {
+    "02_multi_task_losses.ipynb": "after views 10.6 px (long 'still held by ...' lines widen the boxes), "
+                                  "section 1's draw 915 px and section 2's first after view 905 px tall",
+    "05_accumulation_higher_order.ipynb": "cell w = w0.clone(): a picture 1,528 px tall",
+    "07_patterns_from_practice.ipynb": "the GAN pairs (10 px, 1,065-1,602 px) and the style-transfer pair (2,122 px)",
+    "08_efficiency.ipynb": "chain(): a picture 927 px tall",
+    "10_graphs_across_steps.ipynb": "draw_steps pictures 976-1,093 px and %why_backward's 1,228 px tall",
+}
+
+
+@pytest.mark.parametrize("path", [pytest.param(p, marks=pytest.mark.xfail(p.name in KNOWN_OVER, strict=True,
+                                                                       reason=KNOWN_OVER.get(p.name, "")))
+                                  for p in NOTEBOOKS], ids=[p.name for p in NOTEBOOKS])
+def test_core_path_pictures_read_at_11_px_and_fit_900_px(path):
+    nb = nbformat.read(path, as_version=4)
+    bad = core_picture_problems(nb)
+    assert not bad, f"{path.name}: core-path pictures that break issue 20 §4:\n  " + "\n  ".join(bad)
