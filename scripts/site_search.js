@@ -12,6 +12,11 @@ if (!lunrDir || !docsFile || !outFile) {
   process.exit(2);
 }
 const lunr = require(path.resolve(lunrDir));
+// Words are split at code punctuation too, not only at spaces and hyphens (lunr's default), so
+// `loss.backward(retain_graph=True)` is found by `retain_graph`; `_` stays inside a word. The UI
+// splits a query the same way (it reads this separator from the index file).
+const SEPARATOR = /[\s\-()[\]{}=.,;:`'"<>\/\\*+!?#|&%^~@$]+/;
+lunr.tokenizer.separator = SEPARATOR;
 const docs = JSON.parse(fs.readFileSync(docsFile, "utf8"));
 const index = lunr(function () {
   this.ref("id");
@@ -22,5 +27,5 @@ const index = lunr(function () {
 });
 const shown = {};
 docs.forEach((d) => { shown[d.id] = { page: d.page, title: d.title, section: d.section, text: d.text.slice(0, 600) }; });
-fs.writeFileSync(outFile, "window.BT_SEARCH = " + JSON.stringify({ index: index, docs: shown }) + ";\n");
+fs.writeFileSync(outFile, "window.BT_SEARCH = " + JSON.stringify({ index: index, docs: shown, separator: SEPARATOR.source }) + ";\n");
 console.log(`search: ${docs.length} sections indexed`);

@@ -25,6 +25,7 @@
     const box = document.querySelector(".bt-search input");
     const list = document.querySelector(".bt-search .bt-results");
     if (!box || !list || !window.BT_SEARCH || !window.lunr) return;
+    if (window.BT_SEARCH.separator) lunr.tokenizer.separator = new RegExp(window.BT_SEARCH.separator);
     const idx = lunr.Index.load(window.BT_SEARCH.index);
     const docs = window.BT_SEARCH.docs;
     box.addEventListener("input", () => {
