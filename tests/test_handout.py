@@ -13,6 +13,7 @@ import nbformat
 import pytest
 
 from scripts import BUILD, build_site, handout, lengths, nav
+from tests.test_cheat_sheet import TOOLS  # the cheat sheet's rows: one list for both tests
 
 ARTIFACTS = BUILD / "artifacts"
 
@@ -21,8 +22,6 @@ SHEET = next(it["file"] for _, it in LOADED if it["file"].endswith("_cheat_sheet
 # a notebook page with wide pictures: the one with the most graph/chart outputs
 PICTURES = max(LOADED, key=lambda pair: sum(("image/svg+xml" in o.get("data", {}) or "image/png" in o.get("data", {}))
                                          for c in pair[0].cells for o in c.get("outputs", [])))[1]["file"]
-TOOLS = ("retain_graph=True", "create_graph=True", "retain_grad()", "detach()", "no_grad()",
-         "autograd.grad(", "zero_grad(")
 A4_CONTENT_PX = round((210 - 24) / 25.4 * 96)        # A4 width less the 12 mm margins, in CSS px
 
 
