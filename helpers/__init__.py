@@ -22,7 +22,8 @@ _WHERE = {
     "BackwardTrace": "trace", "reachable_nodes": "trace", "where_backward_stops": "trace",
     "LiveSaved": "memory", "SavedBytes": "memory", "at_a_glance": "tensor_table",
     # the course's notebooks: setup, exercises, fact-check tables, plots, the multi-task net
-    "setup": "notebook", "versions": "notebook", "expect_raised": "notebook", "format_warning": "notebook",
+    "setup": "notebook", "versions": "notebook", "expect_raised": "notebook", "verified_error": "notebook",
+    "format_warning": "notebook",
     "check": "exercise", "verdict_table": "factcheck", "Ledger": "factcheck", "QUOTES": "factcheck",
     "bars": "plots", "lines": "plots", "line_panels": "plots", "timeline": "plots",
     "CatCarNet": "multitask", "make_images": "multitask", "show_images": "multitask", "grads": "multitask",

@@ -131,6 +131,12 @@ def expect_raised(kind: type, stable_text: str) -> None:
     print(f"raised {type(err).__name__}: {stable_text} ...")
 
 
+def verified_error() -> BaseException | None:
+    """The error the last `expect_raised` verified (it consumes `sys.last_value`), for a later cell
+    that explains it: `why_backward_failed(verified_error())`. None when there is none."""
+    return None if _verified is None else _verified[3]
+
+
 # --------------------------------------------------------------------------------
 # %%raises: a cell that raises on purpose, without stopping "Run All" anywhere.
 def raises(line: str, cell: str) -> None:
