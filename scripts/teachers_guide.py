@@ -131,6 +131,8 @@ def sections(nb) -> list:
             if cell.cell_type == "code" and not lengths.is_hidden(cell):
                 sub = skeleton.last_heading(nb.cells[sk.section[i]])
                 sub_key = section_key(sub[1]) if sub else current.key
+                if not re.fullmatch(r"\d+(?:\.\d+)*", sub_key):    # an unnumbered "####" heading inside
+                    sub_key = current.key                            # the section: the section's own number
                 err = error_of(cell)
                 if err is not None:
                     current.live.append(("error", (sub_key, err)))
