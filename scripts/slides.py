@@ -472,7 +472,10 @@ def deck(nb, notes=None) -> list:
             core = "\n".join(p.text for p in pieces if p.part == "core")
             for level, title, body in heading_pieces(core):
                 if level:
-                    current_key = "title" if level == 1 else teachers_guide.section_key(title)
+                    key = "title" if level == 1 else teachers_guide.section_key(title)
+                    if level >= 3 and not re.fullmatch(r"\d+(?:\.\d+)*|Exercise \d+\.\d+", key):
+                        key = current_key       # an unnumbered sub-heading: still its section's slides
+                    current_key = key
                     new_slide(title, current_key, level)
                 for block in markdown_blocks(body):
                     add(block)
