@@ -175,6 +175,8 @@ KNOWN_OVER = {
     "07_patterns_from_practice.ipynb": "the GAN pairs (10 px, 1,065-1,602 px) and the style-transfer pair (2,122 px)",
     "08_efficiency.ipynb": "chain(): a picture 927 px tall",
     "10_graphs_across_steps.ipynb": "draw_steps pictures 976-1,093 px and %why_backward's 1,228 px tall",
+    "12_checkpoint_and_compile.ipynb": "section 1's checkpoint pair 10.2 px and 1,577 px tall (its after view alone "
+                                       "1,083 px), section 4's compiled pair 10.2 px and 999 px",
 }
 
 
