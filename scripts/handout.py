@@ -16,6 +16,14 @@ GUIDE = ROOT / "docs" / "teachers_guide.md"
 # page width, a cell or a table row never cut in two. A4 with 14 mm margins.
 PRINT_CSS = """
 @page { size: A4; margin: 14mm 12mm; }
+@page sheet { size: A4 landscape; margin: 8mm 10mm; }
+.bt-sheet { page: sheet; }
+@media print {
+  .bt-sheet h1 { font-size: 14pt !important; } .bt-sheet h2 { font-size: 11pt !important; margin: 0.3em 0 0.2em !important; }
+  .bt-sheet p { font-size: 8.5pt; margin: 0.15em 0 !important; }
+  .bt-sheet table { font-size: 7.5pt !important; line-height: 1.2 !important; }
+  .bt-sheet td, .bt-sheet th { padding: 2px 4px !important; }
+}
 @media print {
   .bt-nav, details.bt-hidden-source, .bt-noprint { display: none !important; }
   body { font-size: 10.5pt; }
@@ -55,7 +63,7 @@ def cheat_sheet_table(nb) -> str:
 
 def handout_markdown(loaded) -> str:
     """The handout as Markdown, from [(notebook, info)] in course order."""
-    out = ["# Backward Twice: handout",
+    out = ['<div class="bt-sheet">\n\n# Backward Twice: handout',
            "What `backward()` keeps and frees, on paper: the cheat sheet, then what each notebook "
            "concludes. Every statement is checked by a cell in the notebook it links to."]
     sheet = [(nb, it) for nb, it in loaded if it["file"].endswith("_cheat_sheet.ipynb")]
@@ -63,6 +71,7 @@ def handout_markdown(loaded) -> str:
         nb, it = sheet[0]
         out += ["## Cheat sheet: what keeps, what frees", cheat_sheet_table(nb),
                 f"From [{it['title']}]({it['file']})."]
+    out[-1] += "\n\n</div>"           # the first page, landscape (PRINT_CSS: the table's 13 rows fit one page)
     out.append("## What each notebook concludes")
     for nb, it in loaded:
         summary = lengths.section_text(notebook_markdown(nb), "Summary")
