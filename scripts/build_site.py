@@ -40,7 +40,7 @@ from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
 from nbconvert.filters.widgetsdatatypefilter import WidgetsDataTypeFilter
 
 # nav: notebook order, titles; lengths: Going deeper; handout: the handout and guide pages, the print stylesheet
-from scripts import BUILD, ROOT, handout, lengths, nav
+from scripts import BUILD, ROOT, handout, lengths, nav, npm_install
 
 DEFAULT_OUT = BUILD / "site"
 LUNR_VERSION = "2.3.9"                   # the npm package lunr: index builder (Node) and search (browser)
@@ -357,13 +357,7 @@ def build(out: pathlib.Path = DEFAULT_OUT, only=None) -> list:
 
 def install_lunr() -> pathlib.Path:
     """lunr from its npm package, once, into .npm-tools/ (then the build needs no network)."""
-    if not (LUNR_PKG / "lunr.min.js").is_file():
-        npm = shutil.which("npm")
-        if npm is None:
-            raise SystemExit("site: npm is needed once to install lunr, the search (Debian: apt-get install npm)")
-        NPM_TOOLS.mkdir(exist_ok=True)
-        subprocess.run([npm, "install", "--prefix", str(NPM_TOOLS), "--no-audit", "--no-fund",
-                        "--loglevel=error", f"lunr@{LUNR_VERSION}"], check=True, timeout=300)
+    npm_install(f"lunr@{LUNR_VERSION}", NPM_TOOLS, LUNR_PKG / "lunr.min.js", "site")
     return LUNR_PKG
 
 

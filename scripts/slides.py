@@ -33,7 +33,6 @@ import math
 import pathlib
 import re
 import shutil
-import subprocess
 import sys
 import textwrap
 import urllib.parse
@@ -45,7 +44,7 @@ from pygments import highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import PythonLexer
 
-from scripts import ROOT, build_site, lengths, nav, skeleton, teachers_guide
+from scripts import ROOT, build_site, lengths, nav, npm_install, skeleton, teachers_guide
 
 DEFAULT_OUT = ROOT / "build" / "slides"
 REVEAL_VERSION = "4.6.0"                     # the npm package reveal.js
@@ -578,13 +577,7 @@ Reveal.initialize({{controls: true, progress: true, hash: true, slideNumber: "c/
 
 def install_reveal() -> pathlib.Path:
     """reveal.js from its npm package, once, into .reveal/ (the slides then need no network)."""
-    if not (REVEAL_PKG / "dist" / "reveal.js").is_file():
-        npm = shutil.which("npm")
-        if npm is None:
-            raise SystemExit("slides: npm is needed once to install reveal.js (Debian: apt-get install npm)")
-        REVEAL_HOME.mkdir(exist_ok=True)
-        subprocess.run([npm, "install", "--prefix", str(REVEAL_HOME), "--no-audit", "--no-fund",
-                        "--loglevel=error", f"reveal.js@{REVEAL_VERSION}"], check=True, timeout=300)
+    npm_install(f"reveal.js@{REVEAL_VERSION}", REVEAL_HOME, REVEAL_PKG / "dist" / "reveal.js", "slides")
     return REVEAL_PKG
 
 
