@@ -88,3 +88,29 @@ def test_draw_folds_the_attention_loop_and_lays_it_out_in_process():
     pic = draw(loss, names=names)
     assert layout.measure(pic.dot).total <= layout.IN_PROCESS_COST and "more of the block below" in pic.dot
     assert "PICTURE" not in pic.text and "picture: folded:" in pic.text
+
+
+def test_an_svgs_size_is_read_by_one_regex_in_one_place():
+    """issue 18 §2: one function reads an SVG's size; stack_svgs reads the head it rewrites with it."""
+    import pathlib
+    import re
+
+    from helpers.picture import layout as picture_layout
+
+    root = pathlib.Path(picture_layout.__file__).parents[1]
+    readers = [f"{p.relative_to(root)}:{i}" for p in sorted(root.rglob("*.py"))
+               for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+               if re.search(r"""re\.(compile|search|match|findall)\(r?['"][^'"]*<svg[^'"]*width=""", line)]
+    assert readers == [f"picture/layout.py:{_line_of(picture_layout, '_SVG_HEAD = ')}"], readers
+    a = '<svg width="100pt" height="40pt"\n viewBox="0.00 0.00 100.00 40.00" xmlns="x"><g/></svg>'
+    b = '<svg width="250pt" height="60pt"\n viewBox="0.00 0.00 250.00 60.00" xmlns="x"><g/></svg>'
+    stacked = picture_layout.stack_svgs([a, b], gap_pt=12.0)
+    assert picture_layout.svg_size(a) == (100.0, 40.0)
+    assert picture_layout.svg_size(stacked) == (250.0, 112.0)
+    assert 'viewBox="0.00 0.00 250.00 60.00"' in stacked and 'y="52.00"' in stacked
+
+
+def _line_of(module, text: str) -> int:
+    import inspect
+
+    return next(i for i, line in enumerate(inspect.getsource(module).splitlines(), 1) if line.startswith(text))

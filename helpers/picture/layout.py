@@ -21,12 +21,14 @@ CORE_TEXT_PX = 11.0        # ... in a core path (issue 20 §4)
 # x 860 px / (width pt x 4/3) >= 9 px <=> width <= 860 pt.
 READABLE_WIDTH_PT = 860
 
-_SIZE = re.compile(r'<svg[^>]*?width="([\d.]+)pt"[^>]*?height="([\d.]+)pt"')
+# The one reader of an SVG's size: its first <svg> tag's width and height in pt, and the viewBox
+# right after them when there is one (as Graphviz writes it; stack_svgs rewrites that head).
+_SVG_HEAD = re.compile(r'<svg[^>]*?width="([\d.]+)pt"[^>]*?height="([\d.]+)pt"(?:\s+viewBox="([^"]*)")?')
 
 
 def svg_size(svg: str) -> tuple[float, float]:
     """(width, height) of an SVG in pt; (0, 0) when it says none."""
-    m = _SIZE.search(svg)
+    m = _SVG_HEAD.search(svg)
     return (float(m.group(1)), float(m.group(2))) if m else (0.0, 0.0)
 
 
@@ -68,9 +70,6 @@ def laid_out(source: str, fmt: str = "svg") -> str:
 def layout_note(source: str) -> str | None:
     """What helpers.layout will simplify or refuse in this source, in words (None: nothing)."""
     return bounded.note(source)
-
-
-_SVG_HEAD = re.compile(r'<svg width="([\d.]+)pt" height="([\d.]+)pt"\s+viewBox="([^"]*)"')
 
 
 def stack_svgs(svgs: list[str], gap_pt: float = 12.0) -> str:
