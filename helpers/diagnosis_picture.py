@@ -16,16 +16,12 @@ from .graph import READABLE_WIDTH_PT, Picture, describe, svg_width_pt
 from .names import named_tensors
 from .picture import palette
 from .trace import next_sequence_nr
-from .walk import nodes_under, snapshot_with_ids
+from .walk import is_leaf_node, nodes_under, snapshot_with_ids  # noqa: F401 (is_leaf_node: re-exported to helpers.diagnose)
 
 
 def seq(fn) -> int:
     """A node's creation number (autograd's sequence_nr: later nodes have larger numbers)."""
     return fn._sequence_nr()
-
-
-def is_leaf_node(fn) -> bool:
-    return type(fn).__name__ == "AccumulateGrad"
 
 
 # fills for "made by step k" (k = 1, 2, ...); index 0 is "before the loop". Chosen apart from

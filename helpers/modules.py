@@ -39,7 +39,7 @@ from .picture.scene import Cell, Span, Table
 from .picture.text_form import describe
 from .snapshot import GraphInputError, Role, SavedState, Snapshot, fmt_bytes, fmt_shape
 from .trace import next_sequence_nr
-from .walk import COUNT_LIMIT, snapshot_with_ids
+from .walk import COUNT_LIMIT, is_leaf_node, snapshot_with_ids
 
 
 @dataclass(frozen=True)
@@ -137,7 +137,7 @@ class ModuleRecording:
                 continue
             seen.add(fn)
             seq = fn._sequence_nr()
-            if seq < start or type(fn).__name__ == "AccumulateGrad":
+            if seq < start or is_leaf_node(fn):
                 continue            # made before this call started, or a leaf
             by_seq.setdefault(seq, call)
             stack.extend(n for n, _ in fn.next_functions if n is not None)

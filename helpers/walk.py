@@ -448,11 +448,17 @@ def nodes_under(starts, limit: int = COUNT_LIMIT, parents: dict | None = None) -
     return order, False
 
 
+def is_leaf_node(fn) -> bool:
+    """Whether a live autograd node is a leaf tensor's AccumulateGrad: the one test for "is this a
+    leaf" (helpers.modules, helpers.diagnose and helpers.diagnosis_picture use it too)."""
+    return type(fn).__name__ == "AccumulateGrad"
+
+
 def node_key(fn: Node) -> tuple:
     """What identifies a live node across walks: an op by its name and creation number
     (`_sequence_nr`, unique per thread), a leaf's AccumulateGrad (whose number is always the
     same) by its tensor's identity. Snapshot.node_keys holds it per drawn id."""
-    if type(fn).__name__ == "AccumulateGrad":
+    if is_leaf_node(fn):
         return ("leaf", id(fn.variable))
     return (fn.name(), fn._sequence_nr())
 
@@ -562,7 +568,7 @@ class _Walk:
         when the cap is reached."""
         if fn in self.node_id:
             return self.node_id[fn], False
-        is_leaf = type(fn).__name__ == "AccumulateGrad"
+        is_leaf = is_leaf_node(fn)
         if is_leaf:
             leaf = fn.variable
             if id(leaf) in self.leaf_box:  # drawn already (a leaf passed as a root)
@@ -607,7 +613,7 @@ class _Walk:
         full, capped = nodes_under([t.grad_fn for t in roots])
         in_full = set(full)
         leaf_roots = [t for t in roots if t.grad_fn is None]
-        accumulators = {id(fn.variable): fn for fn in full if type(fn).__name__ == "AccumulateGrad"}
+        accumulators = {id(fn.variable): fn for fn in full if is_leaf_node(fn)}
         resolved = []
         for i, (f, name) in enumerate(zip(items, focus_names)):
             where = f"focus[{i}]" if len(items) > 1 else "focus"
@@ -763,7 +769,7 @@ class _Walk:
                 continue
             seen.add(fn)
             keep.append(fn)
-            if type(fn).__name__ == "AccumulateGrad":
+            if is_leaf_node(fn):
                 if id(fn.variable) in leaves:
                     continue  # a leaf passed as a root: drawn or counted already
                 leaves.add(id(fn.variable))
@@ -785,7 +791,7 @@ class _Walk:
         self.above = None
         if not rest and not extra_leaves:
             return
-        kinds: Counter[str] = Counter("leaf" if type(fn).__name__ == "AccumulateGrad" else fn.name()
+        kinds: Counter[str] = Counter("leaf" if is_leaf_node(fn) else fn.name()
                                       for fn in rest)
         kinds["leaf"] += len(extra_leaves)
         kinds = +kinds

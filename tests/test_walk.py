@@ -394,3 +394,22 @@ def test_snapshot_reads_reachability_and_paths_from_its_ids():
     assert snap.under([ids["MulBackward0"]]) == {ids["MulBackward0"], ids["PowBackward0"], leaf}
     assert snap.reaching(ids["PowBackward0"]) == {ids[n] for n in ("PowBackward0", "MulBackward0",
                                                                     "MeanBackward0", "SumBackward0")}
+
+
+def test_is_this_a_leaf_has_one_home():
+    """issue 18 §2: one test for "is this a leaf" (helpers.walk.is_leaf_node); no other module
+    compares a node's type name with "AccumulateGrad"."""
+    import pathlib
+
+    from helpers import diagnose, diagnosis_picture, modules, walk
+
+    x = torch.ones(2, requires_grad=True)
+    y = x.exp()
+    assert walk.is_leaf_node(y.grad_fn.next_functions[0][0]) and not walk.is_leaf_node(y.grad_fn)
+    assert diagnose.is_leaf_node is walk.is_leaf_node is diagnosis_picture.is_leaf_node
+    assert modules.is_leaf_node is walk.is_leaf_node
+    root = pathlib.Path(walk.__file__).parent
+    tests = [f"{p.relative_to(root)}:{i}" for p in sorted(root.rglob("*.py"))
+             for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+             if '"AccumulateGrad"' in line or "'AccumulateGrad'" in line]
+    assert len(tests) == 1 and tests[0].startswith("walk.py:"), tests
