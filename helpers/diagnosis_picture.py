@@ -16,7 +16,7 @@ from .graph import READABLE_WIDTH_PT, Picture, describe, svg_width_pt
 from .names import named_tensors
 from .picture import palette
 from .trace import next_sequence_nr
-from .walk import is_leaf_node, nodes_under, snapshot_with_ids  # noqa: F401 (is_leaf_node: re-exported to helpers.diagnose)
+from .walk import is_leaf_node, nodes_under, snapshot_with_ids
 
 
 def seq(fn) -> int:
