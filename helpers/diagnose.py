@@ -56,7 +56,7 @@ from .diagnosis_picture import STOP_FILL, StepClock, draw_steps, is_leaf_node, s
 from .names import named_tensors
 from .notebook import shell
 from .snapshot import GraphInputError
-from .walk import COUNT_LIMIT, check_max_nodes, nodes_under
+from .walk import COUNT_LIMIT, check_max_nodes, nodes_under, raw_saved_tensor, saved_slots
 
 FREED_TEXT = "Trying to backward through the graph a second time"
 INPLACE_TEXT = "modified by an inplace operation"
@@ -146,15 +146,27 @@ def _total_node(fn):
     return fn
 
 
-_SAVED_ATTRS: dict = {}
-
-
-def _saved_attrs(fn) -> list:
-    """The `_saved_*` properties of a node's class (cached per class)."""
-    names = _SAVED_ATTRS.get(type(fn))
-    if names is None:
-        names = _SAVED_ATTRS[type(fn)] = sorted(a for a in dir(fn) if a.startswith("_saved_"))
-    return names
+def _saved_states(fn) -> list:
+    """[(slot, state, versions)] of the tensors live node `fn` saved (its `_saved_*` slots): state
+    'freed', 'held' or 'modified' (then versions = (saved at, now)). Read by helpers.walk's one
+    reader, which never unpacks what a saved-tensor hook packed (a non-reentrant checkpoint's
+    unpack re-runs the user's forward): a checkpoint's placeholder counts as held (backward has
+    not run), None as freed."""
+    out = []
+    for slot, how, value in saved_slots(fn, functions=False):
+        if how == "error":
+            text = str(value) if isinstance(value, RuntimeError) else ""
+            m = _VERSIONS.search(text) if INPLACE_TEXT in text else None
+            if m:
+                out.append((slot, "modified", (int(m.group(2)), int(m.group(1)))))
+            elif FREED_TEXT in text or "freed" in text:
+                out.append((slot, "freed", None))
+        elif how == "packed":
+            out.append((slot, "freed" if value is None else "held", None))
+        elif isinstance(value, torch.Tensor) or (isinstance(value, (tuple, list)) and any(
+                isinstance(v, torch.Tensor) for v in value)):
+            out.append((slot, "held", None))
+    return out
 
 
 _VERSIONS = re.compile(r"is at version (\d+); expected version (\d+)")
@@ -246,24 +258,7 @@ class _Graph:
         'modified' (then versions = (saved at, now)); read once per node."""
         out = self._saved.get(fn)
         if out is None:
-            out = self._saved[fn] = []
-            for attr in _saved_attrs(fn):
-                slot = attr[len("_saved_"):]
-                try:
-                    value = getattr(fn, attr)
-                except RuntimeError as err:
-                    text = str(err)
-                    m = _VERSIONS.search(text) if INPLACE_TEXT in text else None
-                    if m:
-                        out.append((slot, "modified", (int(m.group(2)), int(m.group(1)))))
-                    elif FREED_TEXT in text or "freed" in text:
-                        out.append((slot, "freed", None))
-                    continue
-                except Exception:
-                    continue
-                if isinstance(value, torch.Tensor) or (isinstance(value, (tuple, list)) and any(
-                        isinstance(v, torch.Tensor) for v in value)):
-                    out.append((slot, "held", None))
+            out = self._saved[fn] = _saved_states(fn)
         return out
 
     def freed(self, fn) -> list:
@@ -314,16 +309,7 @@ def _direct_leaves(nodes) -> set:
 
 def _any_freed(nodes) -> bool:
     """Whether one of these live nodes holds a saved tensor an earlier backward freed."""
-    for fn in nodes:
-        for attr in (a for a in dir(fn) if a.startswith("_saved_")):
-            try:
-                getattr(fn, attr)
-            except RuntimeError as err:
-                if FREED_TEXT in str(err) or "freed" in str(err):
-                    return True
-            except Exception:
-                continue
-    return False
+    return any(state == "freed" for fn in nodes for _, state, _ in _saved_states(fn))
 
 
 def _out_shape(fn):
@@ -336,16 +322,7 @@ def _out_shape(fn):
 
 def _holds_tensor(nodes) -> bool:
     """Whether one of these live nodes still holds a saved tensor (not backwarded yet)."""
-    for fn in nodes:
-        for attr in (a for a in dir(fn) if a.startswith("_saved_")):
-            try:
-                value = getattr(fn, attr)
-            except Exception:
-                continue
-            if isinstance(value, torch.Tensor) or (isinstance(value, (tuple, list))
-                                                   and any(isinstance(v, torch.Tensor) for v in value)):
-                return True
-    return False
+    return any(state == "held" for fn in nodes for _, state, _ in _saved_states(fn))
 
 
 def _made_where(fn) -> str | None:
@@ -544,7 +521,10 @@ def why_backward_failed(what=None, *, names=None, max_nodes: int = 30, clock: St
     clock: a StepClock ticked at the top of each step (opt-in): when each part was made, exactly.
     max_nodes: a graph of at most this many nodes that fits the notebook's width is drawn whole;
     otherwise the picture is drawn around the stop, the rest counted in one box. The analysis
-    always sees the whole graph.
+    always sees the whole graph. It is 30 by default, not draw()'s 300, on purpose: the picture
+    is there to show where backward stopped, and a failing loop's graph is long; with a cap of 60
+    an RNN over 30 time steps was drawn whole, 1,566 pt wide (5.5 px text at 860 px, the stop
+    not drawn), while around the stop it reads at 10.7 px (helpers.diagnosis_picture).
     Returns a `Diagnosis` that shows as text and a picture. Never raises for bad input.
     """
     try:
@@ -1422,7 +1402,7 @@ def _explain_inplace(err, root, ns, hint) -> Diagnosis:
         return d
     fn, slot, (was, now_v) = changed[0]
     d.stopped_at = fn.name()
-    tensor = _raw_saved(fn, slot)
+    tensor = raw_saved_tensor(fn, slot)
     d.evidence.append(f"{fn.name()} (creation number {seq(fn)}) saved `{slot}` {_shape_words(tensor)}at version "
                       f"{was}; it is at version {now_v} now: changed in place after the forward saved it.")
     if len(changed) > 1:
@@ -1547,15 +1527,6 @@ def _inplace_modules(ns) -> list:
             seen.add(id(m))
             uniq.append((n, m))
     return uniq
-
-
-def _raw_saved(fn, slot):
-    """The tensor a node saved in `slot`, read without the version check (None if unreadable)."""
-    try:
-        t = getattr(fn, f"_raw_saved_{slot}").data
-        return t if isinstance(t, torch.Tensor) else None
-    except Exception:
-        return None
 
 
 def _op_word(node_name: str) -> str:

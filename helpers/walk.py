@@ -238,6 +238,45 @@ def _still_holding(record, ops_by_key) -> tuple[str, ...]:
     return tuple(words) or ("something not drawn here",)
 
 
+def saved_slots(fn, functions: bool = True):
+    """What node `fn` saved, slot by slot, read without running a saved-tensor hook that may run
+    user code: the one reader of a live node's saved tensors (helpers.walk draws from it,
+    helpers.diagnose diagnoses from it). Yields (slot, how, what):
+    - ("packed", the object such a hook packed, never unpacked: a checkpoint's placeholder, a
+      tensor the hook keeps, or None once backward freed it), the slot suffixed "[i]" when it is
+      one of several;
+    - ("value", what reading it the ordinary way gave: no hook, or one in SAFE_UNPACK_HOOKS);
+    - ("error", the exception that reading raised: freed by backward, changed in place, ...).
+    functions=False leaves out a custom autograd.Function's `saved_tensors`."""
+    for attr in _saved_attr_names(fn):
+        if not functions and not attr.startswith("_saved_"):
+            continue
+        slot = attr[len("_saved_"):] if attr.startswith("_saved_") else attr
+        hooked = _hooked_saved(fn, attr)
+        if hooked is not None:   # packed by a hook that may run user code: never unpacked
+            for suffix, packed in hooked:
+                yield slot + suffix, "packed", packed
+            continue
+        try:
+            value = getattr(fn, attr)
+        except Exception as err:  # freed by backward, changed in place, or a saved-tensor hook failed
+            yield slot, "error", err
+            continue
+        yield slot, "value", value
+
+
+def raw_saved_tensor(fn, slot: str) -> torch.Tensor | None:
+    """The tensor node `fn` saved in `slot`, as it was saved: not unpacked (no hook runs) and
+    without autograd's version check (a tensor changed in place since is given too); None when
+    backward freed it, a hook packed it as something else, or torch has no raw variable for it."""
+    raw = _raw_saved(fn, "_saved_" + slot)
+    try:
+        data = raw.data
+    except Exception:
+        return None
+    return data if isinstance(data, torch.Tensor) else None
+
+
 def _read_saved(fn, storages, seen: dict | None = None) -> list[Saved]:
     """Everything `fn` saved, each marked held or freed.
 
@@ -251,23 +290,18 @@ def _read_saved(fn, storages, seen: dict | None = None) -> list[Saved]:
     except (AttributeError, RuntimeError):
         known = {}
     out = []
-    for attr in _saved_attr_names(fn):
-        slot = attr[len("_saved_"):] if attr.startswith("_saved_") else attr
-        hooked = _hooked_saved(fn, attr)
-        if hooked is not None:   # packed by a hook that may run user code: never unpacked
-            for suffix, packed in hooked:
-                saved = _packed_saved(slot + suffix, packed, storages, f"{fn.name()} ")
-                prev = known.get(saved.slot)
-                if saved.state is SavedState.FREED and prev is not None:
-                    saved = dataclasses.replace(prev, state=SavedState.FREED, value=None, modified=None)
-                elif saved.state is not SavedState.FREED:
-                    known[saved.slot] = saved
-                out.append(saved)
+    for slot, how, value in saved_slots(fn):
+        if how == "packed":   # by a hook that may run user code: never unpacked
+            saved = _packed_saved(slot, value, storages, f"{fn.name()} ")
+            prev = known.get(saved.slot)
+            if saved.state is SavedState.FREED and prev is not None:
+                saved = dataclasses.replace(prev, state=SavedState.FREED, value=None, modified=None)
+            elif saved.state is not SavedState.FREED:
+                known[saved.slot] = saved
+            out.append(saved)
             continue
-        try:
-            value = getattr(fn, attr)
-        except Exception as err:  # freed by backward, changed in place, or a saved-tensor hook failed
-            state, note = _unreadable_state(err)
+        if how == "error":  # freed by backward, changed in place, or a saved-tensor hook failed
+            state, note = _unreadable_state(value)
             prev = [s for k, s in known.items() if k == slot or k.startswith(slot + "[")]
             modified = note if state is SavedState.HELD else None
             value = note if state is SavedState.UNREADABLE else None
@@ -289,7 +323,7 @@ def _read_saved(fn, storages, seen: dict | None = None) -> list[Saved]:
                     known[out[-1].slot] = out[-1]
                     if seen is not None:
                         seen[(fn, out[-1].slot)] = v
-        elif value is None or (attr == "saved_tensors" and not value):
+        elif value is None or (slot == "saved_tensors" and not value):
             continue  # optional input that was not needed, or a Function that saved nothing
         else:
             out.append(Saved(slot=slot, is_tensor=False, state=SavedState.VALUE, value=_fmt_value(value)))

@@ -118,9 +118,12 @@ def test_diag_tool_raw_saved_data_reads_a_changed_tensor_without_the_check():
     w = torch.ones(3, requires_grad=True)
     z = (w * 2).sigmoid()
     z.add_(1)
-    raw = z.grad_fn.next_functions[0][0]._raw_saved_result.data
+    from helpers.walk import raw_saved_tensor
+
+    raw = raw_saved_tensor(z.grad_fn.next_functions[0][0], "result")
     assert isinstance(raw, torch.Tensor) and raw._version == 1, (
-        "_raw_saved_<slot>.data no longer gives the saved tensor: the in-place diagnosis cannot name it")
+        "_raw_saved_<slot>.data no longer gives the saved tensor: helpers.walk.raw_saved_tensor, and so "
+        "the in-place diagnosis, cannot name it")
     assert raw.untyped_storage().data_ptr() == z.untyped_storage().data_ptr()
     assert z.grad_fn._sequence_nr() > z.grad_fn.next_functions[0][0]._sequence_nr(), (
         "an in-place op no longer gives the tensor a newer grad_fn: out-of-place vs .data writes blur")

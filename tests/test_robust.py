@@ -340,3 +340,21 @@ def test_a_module_box_after_backward_says_how_much_of_what_was_freed_is_still_he
     assert f"{fmt_bytes(m.freed)} freed ({fmt_bytes(m.freed_kept)} of it still held elsewhere)" in text
     relu = next(line for line in text.splitlines() if line.strip().startswith("2: ReLU"))
     assert "freed" in relu and "still held" not in relu     # its result: only the graph held it
+
+
+def test_diagnosing_a_checkpointed_graph_runs_no_user_code():
+    """why_backward_failed reads saved tensors through helpers.walk's one reader, which never
+    unpacks a checkpoint's placeholder (each unpack re-ran the block's forward: 9 calls here)."""
+    from helpers.diagnose import why_backward_failed
+
+    calls = []
+    loss, x, mods = _checkpointed_mlp(calls)
+    d = why_backward_failed(loss, names={"loss": loss, "x": x})
+    assert len(calls) == 3, len(calls) - 3   # the forward only
+    assert "none of the 9 tensors saved in its graph" in d.message
+    loss.backward()
+    assert len(calls) == 6                   # backward's own 3 recomputations, and it still works
+    with pytest.raises(RuntimeError) as err:
+        loss.backward()
+    d = why_backward_failed(err.value, names={"loss": loss, "x": x})
+    assert len(calls) == 6 and "had been freed by an earlier backward" in d.message
