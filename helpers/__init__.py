@@ -17,8 +17,12 @@ _WHERE = {
     "StepClock": "diagnosis_picture", "draw_steps": "diagnosis_picture", "why_backward_failed": "diagnose",
     "enable_magic": "diagnose", "legend": "picture.palette",
     "shown_px": "picture.layout", "SCREEN_PX": "modules",
-    # reading the graph and its memory
-    "snapshot": "walk", "saved_states": "snapshot", "fmt_bytes": "snapshot", "fmt_values": "snapshot",
+    # reading the graph and its memory. `snapshot` is the module helpers.snapshot (the data a walk
+    # records, and its formatters), never the function: importing that submodule binds its name on
+    # this package, which would shadow a function of the same name. The walk is `take_snapshot`
+    # (helpers.walk.snapshot).
+    "take_snapshot": "walk", "snapshot": "snapshot",
+    "saved_states": "snapshot", "fmt_bytes": "snapshot", "fmt_values": "snapshot",
     "BackwardTrace": "trace", "reachable_nodes": "trace", "where_backward_stops": "trace",
     "LiveSaved": "memory", "SavedBytes": "memory", "at_a_glance": "tensor_table",
     # the course's notebooks: setup, exercises, fact-check tables, plots, the multi-task net
@@ -36,11 +40,14 @@ _WHERE = {
 __all__ = sorted(_WHERE)
 
 
+_RENAMED = {"take_snapshot": "snapshot"}     # public name -> its name in its module
+
+
 def __getattr__(name: str):
     if name not in _WHERE:
         raise AttributeError(f"module 'helpers' has no attribute {name!r}")
     module = importlib.import_module(f".{_WHERE[name]}", __name__)
-    return module if _WHERE[name] == name else getattr(module, name)     # a module by its own name
+    return module if _WHERE[name] == name else getattr(module, _RENAMED.get(name, name))   # a module by its own name
 
 
 def __dir__():

@@ -1,8 +1,12 @@
 """The scene layer (issue 18 §2, §4): DOT written in one place, imports one way, repeated structure
 that reads at notebook width."""
 import ast
+import importlib
 import pathlib
 import re
+import subprocess
+import sys
+import types
 
 import pytest
 import torch
@@ -158,14 +162,37 @@ def test_a_short_loop_is_not_folded():
 
 def test_notebooks_import_only_the_public_api():
     """helpers.__all__ is the public API; every helpers name a notebook imports is in it, and
-    every name in it resolves."""
+    every name in it resolves to what it names (a module by its own name, else that module's
+    object, never a module), whether or not its submodules were imported first."""
     import nbformat
 
     import helpers
     from scripts import notebooks
 
-    for name in helpers.__all__:
-        assert getattr(helpers, name) is not None
+    def resolved(names):
+        out = {}
+        for name in names:
+            obj = getattr(helpers, name)
+            where = importlib.import_module(f"helpers.{helpers._WHERE[name]}")
+            if helpers._WHERE[name] == name:
+                out[name] = "module" if obj is where else f"not helpers.{name}: {obj!r}"
+            else:
+                own = getattr(where, helpers._RENAMED.get(name, name))
+                out[name] = ("object" if obj is own and not isinstance(obj, types.ModuleType)
+                             else f"not helpers.{helpers._WHERE[name]}'s {name}: {obj!r}")
+        return out
+
+    # a new interpreter: the names asked for before any submodule is imported
+    fresh = subprocess.run(
+        [sys.executable, "-c", "from helpers import snapshot, take_snapshot; import types; "
+                               "print(isinstance(snapshot, types.ModuleType), isinstance(take_snapshot, types.FunctionType))"],
+        capture_output=True, text=True, check=True, cwd=HELPERS.parent).stdout
+    assert fresh.split() == ["True", "True"], fresh
+    for module in sorted(set(helpers._WHERE.values())):   # every submodule imported: none shadows a name
+        importlib.import_module(f"helpers.{module}")
+    now = resolved(helpers.__all__)
+    assert set(now.values()) == {"module", "object"}, {n: v for n, v in now.items() if v not in ("module", "object")}
+    assert now["snapshot"] == "module" and helpers.take_snapshot is snapshot
     pattern = re.compile(r"^\s*from helpers(?:\.[\w.]+)? import ([^\n#]+)", re.M)
     for path in notebooks():
         for cell in nbformat.read(path, as_version=4).cells:
