@@ -9,6 +9,12 @@ Where people keep tensors, and the paths reported for them:
 - attributes of plain objects and of nn.Modules, private ones included: `ema.shadow`,
   `model.rnn._hidden`; a module's parameters and buffers: `model.fc.weight`.
 
+Never looked into: the interactive shell and what holds it (IPython's `exit`/`quit` keep the
+shell, whose `_user_ns` is the namespace again, so a plain `h` would also be found as
+`exit._ip._user_ns['h']`), its history (`In`, `Out`, and the `_`-names), modules, and any
+dict that is a namespace (the one searched, or a module's globals: it holds `__builtins__`).
+So every path reported starts at one of the user's own names.
+
 Bounded: at most MAX_DEPTH steps below a namespace name, at most MAX_ITEMS items per container
 (the newest first: the *last* items of a list or deque, where a training loop appends, so a long
 buffer's recent entries are seen), at most MAX_VISITS objects in all. Reads `__dict__` and
@@ -33,6 +39,27 @@ _OPAQUE = (str, bytes, bytearray, int, float, complex, bool, type(None), type, t
            types.FunctionType, types.BuiltinFunctionType, types.MethodType, range, slice,
            torch.optim.Optimizer, torch.dtype, torch.device)
 _SKIP_ATTRS = frozenset({"_modules", "_parameters", "_buffers", "_non_persistent_buffers_set"})
+# IPython's input and output history, under the names a user sees (`Out[3]` may hold a tensor the
+# user printed): skipped when they are the shell's (`_ih`, `_oh` are the same lists)
+_HISTORY = {"In": "_ih", "Out": "_oh"}
+# objects of these packages (the shell, ExitAutocall `exit`/`quit`, the kernel) hold the namespace
+_SHELL_PACKAGES = frozenset({"IPython", "ipykernel", "jupyter_client", "traitlets"})
+_shell_types: dict = {}
+
+
+def _is_shell_object(value) -> bool:
+    """Whether `value`'s class, or a class it derives from, is of the interactive shell's packages."""
+    cls = type(value)
+    if cls not in _shell_types:
+        _shell_types[cls] = any((getattr(c, "__module__", None) or "").split(".", 1)[0] in _SHELL_PACKAGES
+                                for c in getattr(cls, "__mro__", (cls,)))
+    return _shell_types[cls]
+
+
+def _is_namespace(value, ns) -> bool:
+    """Whether `value` is the namespace being searched or another one (a module's or a shell's
+    globals, which hold `__builtins__`): never a place a user keeps tensors under a path."""
+    return value is ns or (isinstance(value, dict) and dict.__contains__(value, "__builtins__"))
 
 
 def _items(value):
@@ -69,12 +96,15 @@ def named_tensors(ns, every_path: bool = False) -> list:
     """[(path, tensor)] for the tensors reachable from namespace `ns` ({name: value}), breadth
     first (shortest paths first), each tensor once under its shortest path; every_path=True: a
     tensor kept in two places (a replay buffer and the batch sampled from it) under each path.
-    Top-level names starting with '_' (IPython's output history) are skipped."""
+    Top-level names starting with '_' (IPython's output history) and the shell's `In`/`Out` are
+    skipped; the shell and what holds it (`exit`, `quit`) are never looked into."""
     out, seen_tensors, seen = [], set(), set()
     level = []                                  # (path, value, the namespace name it hangs from)
     for i, (name, value) in enumerate(list(ns.items())):
         if i >= MAX_NAMES:
             break
+        if name in _HISTORY and ns.get(_HISTORY[name], ns) is value:
+            continue
         if isinstance(name, str) and not name.startswith("_"):
             level.append((name, value, name))
     visits = 0
@@ -92,7 +122,7 @@ def named_tensors(ns, every_path: bool = False) -> list:
             # each object once (cycles), or with every_path once under each namespace name: the
             # transitions sampled into `batch` are still found in `memory.memory`
             key = (top, id(value)) if every_path else id(value)
-            if isinstance(value, _OPAQUE) or key in seen:
+            if isinstance(value, _OPAQUE) or key in seen or _is_namespace(value, ns) or _is_shell_object(value):
                 continue
             seen.add(key)
             try:

@@ -12,10 +12,13 @@ named in its docstring, with module constants:
 and buggy lines marked `# BUG`, each followed by a line `# FIX: <replacement code>`.
 `run(path)` executes the program in a fresh dict, as a notebook's user namespace (which survives
 the exception), on one thread; `run(path, fixed=True)` executes it with every BUG line swapped for its FIX.
+`run_in_shell(path, shell)` runs it as one cell of a real IPython shell instead (what
+`%why_backward` sees: a namespace that also holds IPython's `In`, `Out`, `exit`, `quit`).
 """
 from __future__ import annotations
 
 import ast
+import contextlib
 import pathlib
 import re
 
@@ -115,6 +118,20 @@ def bug_fix_pairs(src: str) -> list[tuple[str, str]]:
             for a, b in zip(lines, lines[1:]) if BUG.match(a) and FIX.match(b)]
 
 
+@contextlib.contextmanager
+def _autograd_modes():
+    """One thread while a program runs (tiny programs: faster, and fair to a shared machine);
+    autograd's global modes and the thread count restored after it."""
+    grad_enabled, anomaly, threads = torch.is_grad_enabled(), torch.is_anomaly_enabled(), torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_grad_enabled(grad_enabled)
+        torch.autograd.set_detect_anomaly(anomaly)
+        torch.set_num_threads(threads)
+
+
 def run(path: pathlib.Path, fixed: bool = False) -> tuple[dict, BaseException | None]:
     """Execute the program (or its fixed form) in a fresh namespace, as a notebook cell would:
     (the namespace, the exception it raised or None). Autograd's global modes are restored."""
@@ -122,14 +139,29 @@ def run(path: pathlib.Path, fixed: bool = False) -> tuple[dict, BaseException | 
     if fixed:
         src = fixed_source(src)
     ns = {"__name__": "__corpus__", "__file__": str(path)}
-    grad_enabled, anomaly, threads = torch.is_grad_enabled(), torch.is_anomaly_enabled(), torch.get_num_threads()
-    torch.set_num_threads(1)          # tiny programs: one thread is faster, and fair to a shared machine
-    try:
-        exec(compile(src, str(path), "exec"), ns)
-    except Exception as err:          # the failure under study: returned, not raised
-        return ns, err
-    finally:
-        torch.set_grad_enabled(grad_enabled)
-        torch.autograd.set_detect_anomaly(anomaly)
-        torch.set_num_threads(threads)
+    with _autograd_modes():
+        try:
+            exec(compile(src, str(path), "exec"), ns)
+        except Exception as err:          # the failure under study: returned, not raised
+            return ns, err
     return ns, None
+
+
+def run_in_shell(path: pathlib.Path, shell, fixed: bool = False) -> tuple[dict, BaseException | None]:
+    """Run the program (or its fixed form) as one cell of IPython `shell` (see run_cell_in_shell):
+    (shell.user_ns, the exception the cell raised or None)."""
+    src = path.read_text()
+    return shell.user_ns, run_cell_in_shell(fixed_source(src) if fixed else src, shell)
+
+
+def run_cell_in_shell(src: str, shell) -> BaseException | None:
+    """Run `src` as one cell of IPython `shell` after removing the variables of earlier cells from
+    its user namespace, which keeps IPython's own names (`In`, `Out`, `exit`, `quit`, `get_ipython`,
+    `__builtins__`; shell.reset() does the same but takes ~0.7 s, a full gc). The exception the
+    cell raised, or None; IPython shows its traceback and keeps it in sys.last_value, where
+    `%why_backward` reads it. Autograd's global modes are restored."""
+    ns = shell.user_ns
+    for name in [k for k in ns if k not in shell.user_ns_hidden and not k.startswith("__")]:
+        del ns[name]
+    with _autograd_modes():
+        return shell.run_cell(src, store_history=True).error_in_exec

@@ -78,18 +78,21 @@ class Result:
         return self.confident and not (self.culprit_ok and self.fix_ok)
 
 
-def score_program(path) -> Result:
+def score_program(path, run=harness.run, diagnose=None) -> Result:
+    """Score the tool on one program. run: path -> (namespace, error), by default harness.run (a
+    fresh dict); diagnose: (error, namespace) -> the tool's answer, by default
+    `why_backward_failed(err, names=ns)` (in an IPython shell: its %why_backward magic, no names=)."""
     from helpers.diagnose import why_backward_failed
 
     c = harness.constants(path)
     r = Result(harness.split_of(path), path.stem, c["CATEGORY"], c["CULPRIT"], c["FIX_KIND"])
-    ns, err = harness.run(path)
+    ns, err = run(path)
     if err is None or not str(err).startswith(harness.ERRORS[c["ERROR"]]):
         r.crashed = f"program did not raise its error: {err!r}"[:120]
         return r
     start = time.perf_counter()
     try:
-        d = why_backward_failed(err, names=ns)
+        d = why_backward_failed(err, names=ns) if diagnose is None else diagnose(err, ns)
     except Exception as exc:               # a crash is scored as a wrong, unconfident answer
         r.crashed = f"{type(exc).__name__}: {exc}"[:120]
         return r
@@ -133,8 +136,8 @@ def summary(results: list[Result]) -> str:
     return "\n".join(lines)
 
 
-def score(split: str | None = None) -> list[Result]:
-    return [score_program(p) for p in harness.programs(split)]
+def score(split: str | None = None, run=harness.run, diagnose=None) -> list[Result]:
+    return [score_program(p, run, diagnose) for p in harness.programs(split)]
 
 
 def main(argv: list[str]) -> int:
