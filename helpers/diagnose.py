@@ -592,7 +592,9 @@ def _namespace(names, err, root):
     """(the namespace to look in, a hint about names= or None). In order: names=, IPython's user
     namespace, the locals and globals of the traceback's frame that holds the failed tensor.
     When names= is a module's globals() but backward() ran inside a function, that function's
-    locals are looked in too, and the hint says to pass names=locals()."""
+    locals are looked in too, and the hint says to pass names=locals(). In IPython, when backward()
+    ran inside a function defined in the notebook (`def train(): ...`), its locals are looked in
+    too, with no hint: %why_backward takes no names=."""
     frame = _user_frame(err.__traceback__, root) if err is not None else None
     inside = frame is not None and frame.f_code.co_name != "<module>"
     if names is not None:
@@ -603,6 +605,8 @@ def _namespace(names, err, root):
         return names, None
     ns = _ipython_namespace()
     if ns is not None:
+        if inside and frame.f_globals is ns:
+            return {**ns, **frame.f_locals}, None
         return ns, None
     if frame is not None:
         where = f"`{frame.f_code.co_name}()`" if inside else "the module"

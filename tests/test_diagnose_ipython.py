@@ -5,6 +5,7 @@ dict, which never showed that: a plain `h` came out as `exit._ip._user_ns['h']` 
 and a fix read "`del exit._ip._user_ns[:]`". Here every corpus program runs as a cell of a real
 shell and is diagnosed by the magic, without names=, scored by the corpus's own rules."""
 import sys
+import textwrap
 
 import pytest
 from diagnosis_corpus import harness, score
@@ -73,6 +74,25 @@ def test_magic_names_the_plain_variable_not_a_path_through_the_shell(shell):
     d = _magic(shell)
     assert (d.culprit, d.fix_kind, d.confident) == ("h", "retain-or-sum", True), d.message
     assert "`h`" in d.fix and not any(w in d.message for w in SHELL_WORDS), d.message
+
+
+def test_magic_reads_the_locals_of_a_function_defined_in_the_notebook(shell):
+    """A loop inside `def train():` in a cell: its tensors are the function's locals, read from the
+    traceback (as names=globals() does), with no names= to pass in IPython."""
+    src = textwrap.dedent("""
+        import torch
+        def train():
+            w = torch.ones(3, requires_grad=True)
+            h = torch.zeros(3)
+            for step in range(3):
+                h = torch.tanh(w * h + 1)
+                loss = h.sum()
+                loss.backward()
+        train()
+    """)
+    assert harness.run_cell_in_shell(src, shell) is not None
+    d = _magic(shell)
+    assert d.culprit == "h" and d.fix_kind == "detach-carried", d.message
 
 
 _RESULTS = {}
