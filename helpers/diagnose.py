@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import dis
 import html
+import linecache
 import re
 import sys
 import types
@@ -1418,11 +1419,14 @@ def _explain_inplace(err, root, ns, hint) -> Diagnosis:
     key = _storage(tensor) if tensor is not None else None
     same = [(n, t) for n, t in named if key is not None and _storage(t) == key]
     same.sort(key=lambda nt: (tuple(nt[1].shape) != tuple(tensor.shape), "['" in nt[0], len(nt[0])))
+    # the names of the very tensor (`probs`, and `preds` after `preds = probs`), not its views
+    aliases = [n for n, a in same if tensor is not None and tuple(a.shape) == tuple(tensor.shape)]
     if same:
         name, t = same[0]
         view = "" if tuple(t.shape) == tuple(tensor.shape) else " (saved as a view of it, e.g. its transpose)"
         d.culprit, d.culprits = name, [n for n, _ in same]
-        d.evidence.append(f"that tensor is `{name}`{view}.")
+        also = f" (also named {_names_words(aliases[1:])}: the same tensor)" if len(aliases) > 1 else ""
+        d.evidence.append(f"that tensor is `{name}`{also}{view}.")
     else:
         name, t = None, None
     producer = m.group("op") if m and m.group("op") else None
@@ -1466,9 +1470,24 @@ def _explain_inplace(err, root, ns, hint) -> Diagnosis:
             d.check = (f"which line writes into this tensor: in your loop (on `{name}`) or inside "
                        f"`{type(mod).__name__}.forward` (anomaly mode prints the forward line that made {fn.name()}).")
         else:
-            d._decide("out-of-place", name,
-                      f"an in-place op ({how}) changed `{name}`, which {fn.name()} saved. Use the out-of-place op: "
-                      f"{_out_of_place(op, name)}.", "an in-place op on a saved tensor", True)
+            writes = _written_in_place(err, root, aliases, op)
+            written = list(dict.fromkeys(n for n, _, _ in writes))
+            if len(written) == 1:        # your code writes into it under one of its names: that one
+                name = written[0]
+                d.culprit, d.culprits = name, [name] + [n for n in d.culprits if n != name]
+                d.evidence.append("your code writes into it in place: "
+                                  + "; ".join(f"line {no}: `{text}`" for _, no, text in writes[:3]) + ".")
+            others = [n for n in aliases if n != name]
+            if len(aliases) > 1 and len(written) != 1:   # which name the line uses is not known: all of them
+                d._decide("out-of-place", name,
+                          f"an in-place op ({how}) changed the tensor named {_names_words(aliases)} (one tensor), "
+                          f"which {fn.name()} saved. Use the out-of-place op on the name your line writes into: "
+                          f"{_out_of_place(op, 'x')}, with x that name.", "an in-place op on a saved tensor", True)
+            else:
+                also = f" (the same tensor as {_names_words(others)})" if others else ""
+                d._decide("out-of-place", name,
+                          f"an in-place op ({how}) changed `{name}`{also}, which {fn.name()} saved. Use the "
+                          f"out-of-place op: {_out_of_place(op, name)}.", "an in-place op on a saved tensor", True)
     elif t is not None:
         d.evidence.append(f"no op recorded on `{name}` after {fn.name()} saved it (its node is "
                           f"{t.grad_fn.name() if t.grad_fn is not None else 'none'}, made before): it "
@@ -1505,6 +1524,43 @@ def _explain_inplace(err, root, ns, hint) -> Diagnosis:
                    "under torch.autograd.set_detect_anomaly(True) to get the line that made the node).")
     d.message = _inplace_report(d, err, then, now)
     return d
+
+
+def _names_words(names) -> str:
+    """'`probs`', '`probs` and `preds`', '`a`, `b` and `c`'."""
+    quoted = [f"`{n}`" for n in names]
+    return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " and " + quoted[-1]
+
+
+def _inplace_write_pattern(op: str, name: str) -> str:
+    """A regex for a line that writes into `name` in place with op `op` (`preds += ...`, `h.add_(`,
+    `x[i] = ...`, `x.relu_(`)."""
+    n = r"(?<![\w.])" + re.escape(name)
+    ops = {"Add": r"\s*\+=|\.add_\(", "Sub": r"\s*-=|\.sub_\(", "Mul": r"\s*\*=|\.mul_\(",
+           "Div": r"\s*/=|\.div_\(", "CopySlices": r"\[[^\]]*\]\s*=(?!=)", "IndexPut": r"\[[^\]]*\]\s*=(?!=)"}
+    return n + "(?:" + ops.get(op, r"\." + re.escape(op.lower()) + r"_\(") + ")"
+
+
+def _written_in_place(err, root, names, op) -> list:
+    """[(name, line number, the line)] of the lines of your code (the traceback's frame that called
+    backward: a cell, a script, a function) that write into one of `names` in place with `op`,
+    read from its source (linecache, which IPython fills with each cell); [] without a source."""
+    frame = _user_frame(err.__traceback__, root) if err is not None and len(names) > 0 else None
+    if frame is None:
+        return []
+    try:
+        lines = linecache.getlines(frame.f_code.co_filename, frame.f_globals)
+        numbers = [no for *_, no in frame.f_code.co_lines() if no]
+    except Exception:
+        return []
+    if not lines or not numbers:
+        return []
+    patterns = [(n, re.compile(_inplace_write_pattern(op, n))) for n in names]
+    out = []
+    for no in range(min(numbers), min(max(numbers), len(lines)) + 1):
+        code = re.sub(r"(^|\s+)#.*$", "", lines[no - 1].strip())
+        out += [(n, no, code) for n, pat in patterns if pat.search(code)]
+    return out
 
 
 def _inplace_users(graph, fn) -> list:

@@ -1082,6 +1082,51 @@ def test_an_unnamed_inplace_op_is_found_from_the_graph():
     assert "AddBackward0" in d.message and "+= / add_" in d.fix
 
 
+# the audit's program C: `preds = probs` then `preds += 0.5`; the tool said "`probs = probs + ...`
+# instead of `probs += ...`", a line the user never wrote
+ALIASED_INPLACE = """
+model = nn.Linear(6, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for step in range(3):
+    x, y = torch.randn(16, 6), torch.randint(0, 2, (16, 1)).float()
+    probs = torch.sigmoid(model(x))
+    loss = F.binary_cross_entropy(probs, y)
+    preds = probs
+    preds += 0.5                      # round by floor(p + 0.5)
+    acc = (preds.floor() == y).float().mean()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+"""
+
+
+def test_inplace_through_an_alias_names_the_name_the_code_writes_into(tmp_path):
+    """With the source at hand (a file, a notebook cell): the line that writes is quoted, and the
+    fix is on its name; `preds = preds + 0.5` is the fix that runs clean."""
+    prog = tmp_path / "aliased.py"
+    prog.write_text(PRELUDE + ALIASED_INPLACE)
+    ns = {}
+    with pytest.raises(RuntimeError, match="inplace") as info:
+        exec(compile(prog.read_text(), str(prog), "exec"), ns)
+    d = why_backward_failed(info.value, names=ns)
+    assert (d.culprit, d.fix_kind, d.confident) == ("preds", "out-of-place", True), d.message
+    assert "`preds = preds + ...` instead of `preds += ...`" in d.fix and "probs +=" not in d.message, d.message
+    assert "also named `preds`" in d.message and "`preds += 0.5`" in d.message
+    exec(PRELUDE + ALIASED_INPLACE.replace("preds += 0.5", "preds = preds + 0.5"), {})
+
+
+def test_inplace_through_an_alias_without_source_names_every_name():
+    """No source (exec of a string): which name the line uses is unknown, so the fix names them
+    all and invents no line."""
+    ns = {}
+    with pytest.raises(RuntimeError, match="inplace") as info:
+        exec(PRELUDE + ALIASED_INPLACE, ns)
+    d = why_backward_failed(info.value, names=ns)
+    assert d.fix_kind == "out-of-place" and set(d.culprits) >= {"probs", "preds"}, d.message
+    assert "`probs` and `preds`" in d.fix and "`x = x + ...` instead of `x += ...`" in d.fix, d.fix
+    assert "probs +=" not in d.message and "preds +=" not in d.message, d.message
+
+
 # -- helpers.names: where people keep tensors --------------------------------------------------
 def test_names_are_found_in_containers_objects_and_private_attributes_within_bounds():
     import collections

@@ -126,3 +126,14 @@ def test_tool_meets_the_targets_on_the_corpus_in_an_ipython_shell(shell):
     assert f["culprit"] >= score.TARGETS["culprit"], report
     assert f["fix_kind"] >= score.TARGETS["fix_kind"], report
     assert f["confidently_wrong"] == score.TARGETS["confidently_wrong"], report
+
+
+def test_magic_quotes_the_cell_line_that_writes_in_place_through_an_alias(shell):
+    """The audit's program C in a cell: IPython keeps the cell's source, so the fix is on the name
+    the cell writes into (`preds += 0.5`), not on `probs`, which it never wrote into."""
+    from test_diagnose import ALIASED_INPLACE, PRELUDE
+
+    assert harness.run_cell_in_shell(PRELUDE + ALIASED_INPLACE, shell) is sys.last_value
+    d = _magic(shell)
+    assert (d.culprit, d.fix_kind, d.confident) == ("preds", "out-of-place", True), d.message
+    assert "`preds = preds + ...` instead of `preds += ...`" in d.fix and "`preds += 0.5`" in d.message, d.message
