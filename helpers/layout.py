@@ -40,6 +40,15 @@ SIMPLER = {"splines": "line", "mclimit": "0.01"}   # between the two: straight a
 _EDGE = re.compile(r'^\s*("(?:[^"\\]|\\.)*"|[\w.]+)(?::\w+)?\s*->\s*("(?:[^"\\]|\\.)*"|[\w.]+)', re.M)
 
 
+NOT_DRAWN = "PICTURE NOT DRAWN"     # how a refused picture's SVG and text begin saying why
+REFUSED_MARK = 'id="layout-refused"'     # on refused_svg's frame: what `refused` looks for
+
+
+def refused(svg: str) -> bool:
+    """Whether `svg` is refused_svg's small picture saying why a layout was not done."""
+    return REFUSED_MARK in svg
+
+
 class LayoutRefused(RuntimeError):
     """A layout in a format other than SVG that was refused (too costly, or out of time)."""
 
@@ -96,7 +105,7 @@ def note(source: str, cost: Cost | None = None) -> str | None:
         return (f"PICTURE SIMPLIFIED: {cost.nodes:,} boxes and {cost.edges:,} arrows skipping {cost.bends:,} "
                 f"ranks in all (layout cost {cost.total:,} > {IN_PROCESS_COST:,}): arrows drawn straight, with "
                 "fewer passes against crossings, so Graphviz lays it out in seconds, not minutes.")
-    return (f"PICTURE NOT DRAWN: {cost.nodes:,} boxes and {cost.edges:,} arrows skipping "
+    return (f"{NOT_DRAWN}: {cost.nodes:,} boxes and {cost.edges:,} arrows skipping "
             f"{cost.bends:,} ranks in all (layout cost {cost.total:,} > {REFUSE_COST:,}) would take Graphviz "
             f"more than {TIMEOUT_S:g} s to lay out, and would not read at notebook width. "
             "Draw less: focus=<a tensor near the part you want>, or a smaller max_nodes=.")
@@ -115,7 +124,7 @@ def laid_out(source: str, fmt: str = "svg", prog: str | None = None) -> str:
         try:
             return _child(source, fmt, SIMPLER) if prog == "pygraphviz" else _dot_program(source, fmt, SIMPLER)
         except subprocess.TimeoutExpired:
-            why = (f"PICTURE NOT DRAWN: Graphviz did not lay out {cost.nodes:,} boxes and {cost.edges:,} "
+            why = (f"{NOT_DRAWN}: Graphviz did not lay out {cost.nodes:,} boxes and {cost.edges:,} "
                    f"arrows within {TIMEOUT_S:g} s (stopped). Draw less: focus=<a tensor near the part "
                    "you want>, or a smaller max_nodes=.")
     if fmt != "svg":
@@ -213,5 +222,5 @@ def refused_svg(why: str, width_pt: int = 600) -> str:
     return ('<?xml version="1.0" encoding="UTF-8" standalone="no"?>\n'
             f'<svg width="{width_pt}pt" height="{height}pt" viewBox="0.00 0.00 {width_pt}.00 {height}.00" '
             'xmlns="http://www.w3.org/2000/svg">\n'
-            f'<rect x="1" y="1" width="{width_pt - 2}" height="{height - 2}" fill="#fff8e1" stroke="#b35c00"/>'
+            f'<rect {REFUSED_MARK} x="1" y="1" width="{width_pt - 2}" height="{height - 2}" fill="#fff8e1" stroke="#b35c00"/>'
             f"{text}\n</svg>\n")

@@ -114,3 +114,39 @@ def _line_of(module, text: str) -> int:
     import inspect
 
     return next(i for i, line in enumerate(inspect.getsource(module).splitlines(), 1) if line.startswith(text))
+
+
+def dense_by_concatenation(layers, d=4):
+    """DenseNet style: each layer reads every earlier output, concatenated: h = lin(cat(outs))."""
+    torch.manual_seed(0)
+    outs = [torch.randn(1, d)]
+    for _ in range(layers):
+        lin = torch.nn.Linear(d * len(outs), d)
+        outs.append(torch.relu(lin(torch.cat(outs, dim=1))))
+    return outs[-1].sum()
+
+
+def test_a_refused_picture_does_not_read_so_a_simpler_one_is_drawn():
+    # 40 layers: the whole graph (cost 30,581) is refused; its small note used to count as a
+    # picture that reads, so draw() showed the refusal instead of trying fewer nodes
+    from helpers.picture.layout import refused
+
+    pic = draw(dense_by_concatenation(40))
+    assert layout.measure(pic.dot).total > layout.REFUSE_COST
+    svg = pic.svg
+    assert not refused(svg) and pic.simplified > 0 and "drawn up to" in pic.dot
+    assert "PICTURE NOT DRAWN" not in pic.text
+    assert f"picture: simplified to read at notebook width (simpler picture {pic.simplified})" in pic.text
+    assert refused(layout.refused_svg("why")) and not refused(svg)
+
+
+def test_the_text_describes_the_simpler_picture_drawn_not_the_first_one():
+    # 20 layers: the whole graph's layout would be simplified (cost 3,691); a cut is drawn
+    # instead, laid out as drawn: its text says so, and not the whole graph's layout note
+    pic = draw(dense_by_concatenation(20))
+    first = layout.note(pic.dot)
+    assert first is not None and first.startswith("PICTURE SIMPLIFIED")
+    text = pic.text                     # lays out: which picture is drawn decides what it says
+    assert pic.simplified > 0 and layout.note(pic.dot) is None
+    assert "PICTURE SIMPLIFIED" not in text and "fewer nodes are drawn than listed above" in text
+    assert pic._repr_mimebundle_()["text/plain"] == text

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import re
 
-from .layout import MIN_TEXT_PX, layout_note, reads_at, smallest_text_px, stack_svgs, svg_from_dot, svg_img, svg_width_pt
+from .layout import MIN_TEXT_PX, layout_note, reads_at, refused, smallest_text_px, stack_svgs, svg_from_dot, svg_img, svg_width_pt
 
 # Every picture's output carries the DOT it was drawn from (sizes measured by a layout blanked:
 # they depend on the Graphviz build and fonts). nbval compares it like text/plain, so a fresh run
@@ -28,19 +28,40 @@ class Picture:
     simpler: a function giving simpler DOT sources, simplest last (fewer nodes drawn, each
     picture saying so itself), tried in order when the picture does not read at MIN_TEXT_PX:
     the first that reads is drawn (`simplified` then says which, 1-based), else the most readable.
+    A picture whose layout was refused (too costly: helpers.layout) does not read, whatever the
+    size of the note shown instead. `text` describes the picture drawn: when a simpler one is, it
+    says so, and any layout note is the drawn picture's (with `simpler`, reading it lays out).
     """
 
     def __init__(self, dot_source: str, text: str, alternative: tuple[str, ...] | None = None,
                  simpler=None):
         self.dot = dot_source
-        # a picture too costly to lay out as drawn is simplified or refused (helpers.layout): its
-        # text says so (deterministic: it depends on the source only)
-        self.text = text if layout_note(dot_source) is None else f"{text}\n{layout_note(dot_source)}"
+        self._text = text
         self.alternative = alternative
         self.simpler = simpler
         self.stacked = False
         self.simplified = 0
         self._svg = None
+
+    @property
+    def text(self) -> str:
+        """The text form (what nbval compares): the picture's words, then what helpers.layout
+        simplified or refused in the DOT drawn (deterministic: it depends on that source only),
+        and, when a simpler picture is drawn, that it shows fewer nodes than the text lists."""
+        if self._svg is None and (self.simpler is not None or (self.alternative is not None and any(
+                map(layout_note, (self.dot, *self.alternative))))):
+            _ = self.svg        # which picture is drawn (and so what to say) is known once laid out
+        drawn = self.alternative if self.stacked else (self.dot,)
+        notes = list(dict.fromkeys(n for n in map(layout_note, drawn) if n is not None))
+        if self.simplified:
+            notes.append(f"picture: simplified to read at notebook width (simpler picture {self.simplified}): "
+                         "fewer nodes are drawn than listed above, the rest counted in one box (its title "
+                         "says how many; max_nodes= draws more).")
+        return "\n".join([self._text, *notes])
+
+    @text.setter
+    def text(self, value: str) -> None:
+        self._text = value
 
     @property
     def svg(self) -> str:
@@ -51,24 +72,25 @@ class Picture:
                 if svg_width_pt(other) < svg_width_pt(svg):
                     svg, self.stacked = other, True
                     self.dot = "\n".join(self.alternative)   # what was drawn: the pictures stacked
-            if self.simpler is not None and not reads_at(svg):
-                best = (smallest_text_px(svg), svg, self.dot, 0)
+            if self.simpler is not None and not _reads(svg):
+                best = (_text_px(svg), svg, self.dot, 0)
                 for k, dot in enumerate(self.simpler(), 1):
                     other = svg_from_dot(dot)
-                    if smallest_text_px(other) > best[0]:
-                        best = (smallest_text_px(other), other, dot, k)
-                    if reads_at(other):
+                    if _text_px(other) > best[0]:
+                        best = (_text_px(other), other, dot, k)
+                    if _reads(other):
                         break
                 _, svg, self.dot, self.simplified = best
             self._svg = svg
         return self._svg
 
     def _repr_mimebundle_(self, include=None, exclude=None):
+        svg = self.svg                          # first: the text says which picture is drawn
         # The SVG goes out once, as an <img> in text/html (README, "Stable outputs": every
         # front-end shows text/html before image/svg+xml, JupyterLab shows raw SVG only in
         # trusted notebooks and GitHub not at all); text/plain is what nbval compares.
         alt = self.text.splitlines()[0] if self.text else "autograd graph"
-        html_img = svg_img(self.svg, alt, style="max-width:100%")
+        html_img = svg_img(svg, alt, style="max-width:100%")
         return {"text/plain": self.text, "text/html": html_img, DOT_MIME: dot_record(self.dot)}
 
     def __repr__(self) -> str:
@@ -79,3 +101,11 @@ class Picture:
             f.write(self.svg)
 
 
+def _reads(svg: str) -> bool:
+    """Whether a laid-out picture reads at MIN_TEXT_PX: a refused layout's note does not count."""
+    return not refused(svg) and reads_at(svg)
+
+
+def _text_px(svg: str) -> float:
+    """smallest_text_px, with a refused layout the least readable of all."""
+    return float("-inf") if refused(svg) else smallest_text_px(svg)

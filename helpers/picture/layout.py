@@ -12,11 +12,12 @@ import html
 import re
 
 from .. import layout as bounded
-from ..layout import engine, quiet_fd2  # noqa: F401 (re-exported)
+from ..layout import engine, quiet_fd2, refused  # noqa: F401 (re-exported)
 
 OUTPUT_PX = 860            # a notebook's output area, in px
 MIN_TEXT_PX = 9.0          # the smallest readable text anywhere (Going deeper)
 CORE_TEXT_PX = 11.0        # ... in a core path (issue 20 §4)
+CORE_MAX_HEIGHT_PX = 900   # a core path's picture is at most this tall at OUTPUT_PX (issue 20 §4)
 # A picture up to this wide shows its smallest font (10 pt) at >= 9 px at OUTPUT_PX: 9 pt x 4/3
 # x 860 px / (width pt x 4/3) >= 9 px <=> width <= 860 pt.
 READABLE_WIDTH_PT = 860
