@@ -409,6 +409,11 @@ def _ipython_namespace():
     return None if ip is None else ip.user_ns
 
 
+def _is_plain_name(path) -> bool:
+    """'loss' yes; 'losses[0]', 'model.loss' no (a name to write `name.backward()` with)."""
+    return isinstance(path, str) and path.isidentifier()
+
+
 def _outermost(path):
     """'memory' for 'memory[7]' (a transition of a replay buffer), 'policy.saved_log_probs' as is."""
     return None if path is None else re.sub(r"(\[[^\[\]]+\])+$", "", path)
@@ -920,10 +925,15 @@ class _Evidence:
         d.evidence.append(f"{who} is an {total.name()} whose input is the same add made a step "
                           "earlier, and the two steps share no node: a running total across steps.")
         d.when = "an earlier step"
+        # the fix in the user's own names when known (`running += loss.item()`), else neutral words
+        total_name = names[0] if names and _is_plain_name(names[0]) else "total"
+        step_fns = [fn for fn, _ in total.next_functions if fn is not None and fn.name() != total.name()]
+        terms = [n for n, t in self.on_graph if step_fns and t.grad_fn is step_fns[0] and _is_plain_name(n)]
+        term = terms[0] if terms else "this_loss"
         d._decide("accumulate-number", names[0] if names else None,
                   f"{who} is a running total: it adds this step's loss to the graphs of all earlier steps. "
-                  "Keep the total as a number, `total += loss.item()`, and call backward() on this step's "
-                  "loss only.", "running total", True)
+                  f"Keep the total as a number, `{total_name} += {term}.item()`, and call backward() on this "
+                  f"step's loss only{f' (`{term}.backward()`)' if terms else ''}.", "running total", True)
 
     def _one_graph(self, clock_when) -> None:
         d = self.d
@@ -1042,10 +1052,11 @@ class _Evidence:
                         "before the loop: compute it inside the loop")])
             d.check = f"whether `{n}` was computed in this step or kept from the previous one (e.g. `last = loss`)."
             return None
+        this = next((m for m in self.root_names if _is_plain_name(m)), "this_loss")   # the user's name for it
         d._decide("retain-or-sum", top,
                   f"`{n}` and this loss share {where}, made in this step. This is right, not a bug of the "
                   f"loop: pass retain_graph=True to `{n}.backward()`, or call backward() once on the sum "
-                  f"(`({n} + loss).backward()`).", "two losses of one step share a graph", True)
+                  f"(`({n} + {this}).backward()`).", "two losses of one step share a graph", True)
 
     def _same_step_unnamed(self) -> None:
         d = self.d

@@ -1238,3 +1238,17 @@ def test_diag_fix_a_logged_or_aliased_state_is_still_the_carried_state(extra):
     d = why_backward_failed(err, names=ns)
     assert (d.culprit, d.fix_kind) == ("h", "detach-carried"), d.message
     assert not d.confident, d.message
+
+
+@pytest.mark.parametrize("name, code", [
+    ("dev/course_d_e_graph", "`(d + e).backward()`"),                        # the user's two names
+    ("dev/a3c_shared_body_two_backwards", "`(policy_loss + this_loss).backward()`"),   # (0.5 * value_loss)
+    ("dev/running_total_backwarded", "`total_loss += loss.item()`")])
+def test_fix_code_uses_the_users_names_or_a_neutral_word(name, code):
+    """The code a fix shows is written in the user's own names when the namespace has them (the
+    audit's actor-critic read `(critic_loss + loss).backward()` for its `actor_loss`); a loss with
+    no name of its own is `this_loss`, never a name the user may have for something else."""
+    from diagnosis_corpus import harness
+    ns, err = harness.run(harness.HERE / f"{name}.py")
+    d = why_backward_failed(err, names=ns)
+    assert code in d.fix, d.fix

@@ -74,6 +74,7 @@ def test_magic_names_the_plain_variable_not_a_path_through_the_shell(shell):
     d = _magic(shell)
     assert (d.culprit, d.fix_kind, d.confident) == ("h", "retain-or-sum", True), d.message
     assert "`h`" in d.fix and not any(w in d.message for w in SHELL_WORDS), d.message
+    assert "`(critic_loss + actor_loss).backward()`" in d.fix, d.fix      # the user's names, not `loss`
 
 
 def test_magic_reads_the_locals_of_a_function_defined_in_the_notebook(shell):
