@@ -390,9 +390,10 @@ def layout_bench() -> dict:
 
 
 def robust_cases():
-    """Issue 18 §4's graphs, drawn the way a learner draws them: (label, make() -> picture).
-    Each is laid out by helpers.layout (measured cost: in-process, simplified in a child process
-    with a time limit, or refused with a reason)."""
+    """Issue 18 §4's graphs, drawn the way a learner draws them: (label, make() -> show), where
+    make builds the graph (not timed) and show() draws it (timed, with .svg: what the learner
+    waits for). Each is laid out by helpers.layout (measured cost: in-process, simplified in a
+    child process with a time limit, or refused with a reason)."""
     import torch
     from torch import nn
 
@@ -410,7 +411,23 @@ def robust_cases():
                 a = torch.softmax(h @ H.T, dim=-1)
                 h = torch.tanh((a @ H) @ w)
                 states.append(h)
-            return draw(h.sum(), names={"w": w})
+            loss = h.sum()
+            return lambda: draw(loss, names={"w": w})
+        return make
+
+    def dense(layers, concatenated):
+        """Every earlier output feeds the next layer: summed (issue 18's "40 layers with dense
+        skips", tests/test_scene.py) or concatenated, DenseNet style (h = lin(cat(outs)))."""
+        def make():
+            torch.manual_seed(0)
+            outs = [torch.randn(1, 4)]
+            for _ in range(layers):
+                if concatenated:
+                    outs.append(torch.relu(nn.Linear(4 * len(outs), 4)(torch.cat(outs, dim=1))))
+                else:
+                    outs.append(torch.relu(nn.Linear(4, 4)(sum(outs))))
+            loss = outs[-1].sum()
+            return lambda: draw(loss)
         return make
 
     def checkpointed():
@@ -421,7 +438,8 @@ def robust_cases():
         h = torch.randn(4, 16, requires_grad=True)
         for layer in layers:
             h = checkpoint(lambda t, m=layer: torch.relu(m(t)), h, use_reentrant=False)
-        return draw(h.sum())
+        loss = h.sum()
+        return lambda: draw(loss)
 
     def convnet_modules():
         torch.manual_seed(0)
@@ -431,23 +449,28 @@ def robust_cases():
                               nn.Flatten(), nn.Linear(64, 10))
         with record_modules(model):
             loss = model(torch.randn(2, 3, 16, 16)).logsumexp(1).mean()
-        return draw(loss, modules=model)
+        return lambda: draw(loss, modules=model)
 
     def complex_leaf():
         z = torch.tensor([1 + 2j, 3 - 1j], requires_grad=True)
         loss = (z.abs() ** 2).sum()
         loss.backward()
-        return draw(z * 1, names={"z": z})
+        y = z * 1
+        return lambda: draw(y, names={"z": z})
 
     def sparse_embedding():
         torch.manual_seed(0)
         emb = nn.Embedding(4, 2, sparse=True)
         loss = emb(torch.tensor([0, 1, 1])).sum()
         loss.backward()
-        return draw(loss, names={"w": emb.weight})
+        return lambda: draw(loss, names={"w": emb.weight})
 
     return [("attention over every earlier state, 10 steps", attention(10)),
             ("attention over every earlier state, 40 steps", attention(40)),
+            ("40 layers with dense skips (summed)", dense(40, False)),
+            ("dense skips by concatenation, 15 layers", dense(15, True)),
+            ("dense skips by concatenation, 20 layers", dense(20, True)),
+            ("dense skips by concatenation, 40 layers", dense(40, True)),
             ("3 checkpointed Linear+ReLU (non-reentrant)", checkpointed),
             ("conv net (3 conv/BN/ReLU), modules=", convnet_modules),
             ("complex leaf, after backward", complex_leaf),
@@ -455,34 +478,39 @@ def robust_cases():
 
 
 def robust_bench() -> dict:
-    """Layout to SVG through helpers.layout (best of 3, in this process): how each
-    graph of layout_cases() and robust_cases() was laid out (its measured cost decides) and
-    how long the learner waits."""
+    """What the learner waits for, through helpers.layout (best of 3, in this process): draw()
+    and then its .svg, which lays the picture out, and any simpler picture tried when it does not
+    read at notebook width (the graph itself is built once, untimed). For each graph of
+    layout_cases() and robust_cases(): the picture drawn (its measured cost decides how it is
+    laid out), whether a simpler one was drawn, and its smallest text at 860 px."""
     from helpers import layout
     from helpers.graph import draw
+    from helpers.picture.layout import refused, smallest_text_px
 
     warnings.simplefilter("ignore")
     def drawn(make, cap):
         root, names = make()
-        return draw(root, names=names, max_nodes=cap)
+        return lambda: draw(root, names=names, max_nodes=cap)
 
     cases = [(label, partial(drawn, make, cap)) for label, make, cap in layout_cases() if cap <= 300]
     rows = []
     for label, make in cases + robust_cases():
-        pic = make()
-        cost = layout.measure(pic.dot)
-        svg = pic.svg
+        show = make()
         times = []
-        for _ in range(3):      # a shared machine: the best of 3 (the svg above was the first)
+        for _ in range(3):      # a shared machine: the best of 3
             t0 = time.perf_counter()
-            layout.laid_out(pic.dot)
+            pic = show()
+            svg = pic.svg
             times.append(time.perf_counter() - t0)
         ms = min(times) * 1e3
-        how = ("refused" if "PICTURE NOT DRAWN" in svg else
+        cost = layout.measure(pic.dot)     # the picture drawn (a simpler one, when one was)
+        how = ("refused" if refused(svg) else
                "in-process" if cost.total <= layout.IN_PROCESS_COST else "simplified, child process")
+        px = None if refused(svg) else smallest_text_px(svg)
         rows.append({"case": label, "boxes": cost.nodes, "arrows": cost.edges, "cost": cost.total,
-                     "how": how, "ms": ms})
-        say(f"  {label:48} cost {cost.total:6,}  {how:26} {ms:7.0f} ms")
+                     "how": how, "simpler": pic.simplified, "px": px, "ms": ms})
+        say(f"  {label:48} cost {cost.total:6,}  {how:26} simpler #{pic.simplified}  "
+            f"{'-' if px is None else f'{px:.1f}':>5} px {ms:7.0f} ms")
     return {"rows": rows, "in_process_cost": layout.IN_PROCESS_COST, "refuse_cost": layout.REFUSE_COST,
             "timeout_s": layout.TIMEOUT_S}
 
@@ -775,12 +803,15 @@ def report(res) -> str:
         parts.append(table(rows, ["graph", "TBackward0 folded", "every TBackward0 a box", "folded (after)"]))
     if "robust" in res:
         r = res["robust"]
-        rows = [[x["case"], str(x["boxes"]), str(x["arrows"]), f"{x['cost']:,}", x["how"], f"{x['ms']:.0f}"]
+        rows = [[x["case"], str(x["boxes"]), str(x["arrows"]), f"{x['cost']:,}", x["how"],
+                 str(x.get("simpler", "")), "-" if x.get("px") is None else f"{x['px']:.1f}", f"{x['ms']:.0f}"]
                 for x in r["rows"]]
-        parts.append(f"Layout to SVG through helpers.layout, best of 3 (ms): cost = arrows + "
-                     f"ranks they skip; <= {r['in_process_cost']:,} laid out as drawn, <= {r['refuse_cost']:,} "
-                     f"simplified in a child process killed after {r['timeout_s']:g} s, beyond: refused, saying why")
-        parts.append(table(rows, ["graph", "boxes", "arrows", "cost", "laid out", "ms"]))
+        parts.append(f"draw() + .svg through helpers.layout, what the learner waits for, best of 3 (ms): "
+                     f"cost = arrows + ranks they skip, of the picture drawn; <= {r['in_process_cost']:,} laid "
+                     f"out as drawn, <= {r['refuse_cost']:,} simplified in a child process killed after "
+                     f"{r['timeout_s']:g} s, beyond: refused, saying why; simpler: which fewer-nodes picture "
+                     "was drawn to read at notebook width (0: the first); px: smallest text at 860 px")
+        parts.append(table(rows, ["graph", "boxes", "arrows", "cost", "laid out", "simpler", "px", "ms"]))
     if "pairs" in res:
         p = res["pairs"]
         rows = [[r["case"], str(r["pictures"]), str(r["nodes"]), f"{r['own_ms']:.0f}",
@@ -828,13 +859,16 @@ def check(res) -> list:
             problems.append(f"nbval only / (floor + optimizer imports) = {ratio:.2f} (target 1.5, margin 20 %)")
     if "layout" in res:
         for r in res["layout"]["rows"]:
-            limit = 300 if r["nodes"] <= 100 else 1000      # issue 12's targets, with a 50 % margin
-            if r["after_ms"] is None or r["after_ms"] > 1.5 * limit:
+            # issue 12's targets (300 ms up to 100 nodes, with a 50 % margin), and never over
+            # issue 18's 1 s for any graph
+            limit = 300 if r["nodes"] <= 100 else 1000
+            if r["after_ms"] is None or r["after_ms"] > min(1.5 * limit, 1000):
                 problems.append(f"layout {r['case']}: {_ms(r['after_ms'])} ms (target {limit} ms)")
     if "robust" in res:
         for r in res["robust"]["rows"]:
-            if r["ms"] > 1500:                      # target 1 s, with a 50 % margin
-                problems.append(f"layout {r['case']}: {r['ms']:.0f} ms through helpers.layout (target 1000 ms)")
+            if r["ms"] > 1000:                      # issue 18: every graph in <= 1 s, draw() to SVG
+                problems.append(f"draw + layout {r['case']}: {r['ms']:.0f} ms through helpers.layout "
+                                "(target 1000 ms)")
     if "renderer" in res:
         for c in res["renderer"]["cases"]:
             if c["ratio"] > 1.5:
