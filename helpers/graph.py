@@ -13,12 +13,21 @@ Every picture displays as SVG in JupyterLab and has a deterministic text form
 from __future__ import annotations
 
 import contextlib
+from dataclasses import replace
 
 from . import render
 from .modules import grouped_picture
 from .picture import repeats
 from .picture.figure import DOT_MIME, Picture, dot_record  # noqa: F401 (re-exported)
-from .picture.layout import MIN_TEXT_PX, OUTPUT_PX, READABLE_WIDTH_PT, smallest_text_px, svg_width_pt  # noqa: F401
+from .picture.layout import (  # noqa: F401
+    CORE_MAX_HEIGHT_PX,
+    MIN_TEXT_PX,
+    OUTPUT_PX,
+    READABLE_WIDTH_PT,
+    shown_px,
+    smallest_text_px,
+    svg_width_pt,
+)
 from .picture.text_form import STATE_WORDS, describe  # noqa: F401 (re-exported)
 from .snapshot import GraphInputError, Role, Snapshot, fmt_total
 from .trace import BackwardTrace
@@ -62,11 +71,14 @@ class ComparePicture(Picture):
 
     def after_view(self, spotlight=None) -> Picture:
         """Only the 'after' picture, with the changes marked and every unchanged box faded: the
-        .grad values that changed, the ops whose saved tensors were freed or modified in place
+        .grad values that changed, the nodes the call ran, the ops whose saved tensors were freed or modified in place
         (a core path shows this one; the full pair stays folded below it). Its text is the pair's.
-        spotlight: names of tensors to keep bright instead (['y']: only y's box draws the eye)."""
+        spotlight: names of tensors to keep bright instead (['y']: only y's box draws the eye).
+        Taller than a core path allows (CORE_MAX_HEIGHT_PX at notebook width), it draws only the
+        changed region: the changed boxes and those one edge away, the rest counted in one box."""
         b, a = self.before, self.after
-        spot = changed_grads(b, a) | {op.id for op, _ in [*a.freed_since(b), *a.modified_since(b)]}
+        spot = (changed_grads(b, a) | {op.id for op, _ in [*a.freed_since(b), *a.modified_since(b)]}
+                | set(self.ran))     # a node the call ran changed too (a checkpoint's recomputed slots)
         if spotlight is not None:
             known = {t.name: t.id for t in a.tensors.values()}
             missing = [n for n in spotlight if n not in known]
@@ -76,7 +88,12 @@ class ComparePicture(Picture):
             spot = {known[n] for n in spotlight}
         marks = render.Marks(ran=self.ran, changed=changed_grads(b, a), spotlight=frozenset(spot))
         title = f"{self.titles[1]}: what changed (unchanged boxes faded)"
-        return Picture(render.to_dot(a, title, marks=marks), f"{title}\n{self.text}")
+        full = Picture(render.to_dot(a, title, marks=marks), f"{title}\n{self.text}")
+        if shown_px(full.svg)[1] <= CORE_MAX_HEIGHT_PX:
+            return full
+        # too tall for a core path: the changed region, its neighbours faded, the rest counted
+        title = f"{self.titles[1]}: what changed, and its neighbours (faded)"
+        return Picture(render.to_dot(a, title, marks=replace(marks, region=True)), f"{title}\n{self.text}")
 
 
 def changed_grads(before: Snapshot, after: Snapshot) -> frozenset:

@@ -10,7 +10,7 @@ from .picture.build import scene_of
 from .picture.dot_writer import esc  # noqa: F401 (re-exported)
 from .picture.far_uses import FAR_RANKS, far_leaf_uses, op_levels  # noqa: F401 (re-exported)
 from .picture.layout import engine, laid_out, quiet_fd2, stack_svgs, svg_from_dot, svg_img  # noqa: F401
-from .picture.legend import features
+from .picture.legend import columns, features
 from .picture.marks import NO_MARKS, Grouping, Marks
 from .picture.palette import CHANGED, CLUSTER, FREED, HELD, HIGHLIGHT, LEAF, MODIFIED, NAMED, OP, RAN, STOP, VALUE  # noqa: F401
 from .picture.snapshot_boxes import GRAD_VALUES_SHOWN, short_values  # noqa: F401 (re-exported)
@@ -41,7 +41,8 @@ def pair_dot(left: Snapshot, right: Snapshot, titles=("before", "after"), marks:
         scene = scene_of(snap, marks=m, sizes=sizes, legend=False)
         scene.title = title
         halves.append((key, scene))
-    return dot_writer.write_pair(halves, _legend([left, right], marks))
+    legend = _legend([left, right], marks)
+    return dot_writer.write_pair(halves, legend, columns(legend))
 
 
 def stacked_dots(left: Snapshot, right: Snapshot, titles=("before", "after"),
@@ -55,7 +56,8 @@ def stacked_dots(left: Snapshot, right: Snapshot, titles=("before", "after"),
         scene.title, scene.title_on_top = title, True
         scene.title_width = (sizes or {}).get("title", (None,))[0]
         dots.append(dot_writer.write(scene))
-    return (*dots, dot_writer.write_legend(_legend([left, right], marks)))
+    legend = _legend([left, right], marks)
+    return (*dots, dot_writer.write_legend(legend, columns(legend)))
 
 
 def box_sizes(pictures, titles=()) -> dict[str, tuple[int, int]]:

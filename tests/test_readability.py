@@ -115,10 +115,8 @@ def test_every_committed_picture_is_readable_at_notebook_width(path):
 
 
 # ---- core paths (issue 20 §4): 11 px and 900 px, read with the engine's one readability rule ----
-from helpers.picture.layout import CORE_TEXT_PX, reads_at, shown_px, smallest_text_px  # noqa: E402
+from helpers.picture.layout import CORE_MAX_HEIGHT_PX, CORE_TEXT_PX, reads_at, shown_px, smallest_text_px  # noqa: E402
 from scripts import lengths, skeleton  # noqa: E402
-
-CORE_MAX_HEIGHT_PX = 900
 
 
 def core_picture_problems(nb) -> list:

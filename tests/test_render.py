@@ -122,7 +122,7 @@ def test_every_tensor_box_says_what_its_grad_is():
     dot = draw(out, names={"a": a, "h": h, "b": b, "out": out}).dot
     rows = re.findall(r"(?:retains )?grad: [^<]*", dot)
     # a.grad = 3 e^(3a) = [60.26, 1210]; h.grad = e^h = [20.09, 403.4]
-    assert rows == ["grad: [60.26, 1210]", "retains grad: [20.09, 403.4]"] + ["grad: not kept (non-leaf)"] * 2
+    assert rows == ["grad: [60.3, 1210]", "retains grad: [20.1, 403]"] + ["grad: not kept (non-leaf)"] * 2   # 3 digits
 
 
 # ------------------------------------------------------------------ real-model scale
@@ -225,14 +225,17 @@ def _seed_pair():
 
 
 def test_pictures_cap_gradients_and_drop_size_bookkeeping():
-    assert render.short_values("[1, 2, 3, 4, 5, 6] (2, 3)") == "[1, 2, 3, 4, ...] (2, 3)"
-    assert render.short_values("[1, 2, 3, 4]") == "[1, 2, 3, 4]"
+    assert render.short_values("[1, 2, 3, 4, 5, 6] (2, 3)") == "[1, 2, 3, ...] (2, 3)"
+    assert render.short_values("[1, 2, 3]") == "[1, 2, 3]"
+    # three significant digits in a picture (the text form keeps four); complex values as they are
+    assert render.short_values("[0.03659, -0.0008713, 1.119e-05]") == "[0.0366, -0.000871, 1.12e-05]"
+    assert render.short_values("[2+4j, 6-2j]") == "[2+4j, 6-2j]"
     assert render.short_values("(8, 8) norm 3.2") == "(8, 8) norm 3.2"
     x = torch.arange(6.0, requires_grad=True)
     loss = (x * 2).sum()
     loss.backward()
     pic = draw(loss, names={"x": x})
-    assert "grad: [2, 2, 2, 2, ...]" in pic.dot and "grad=[2, 2, 2, 2, 2, 2]" in pic.text
+    assert "grad: [2, 2, 2, ...]" in pic.dot and "grad=[2, 2, 2, 2, 2, 2]" in pic.text
     assert "size value" not in pic.dot and "self_sym_sizes" in pic.text
 
 
@@ -251,7 +254,7 @@ def test_one_buffer_saved_by_two_slots_is_said_and_counted_once():
     assert "shared buffers: 1 buffer(s) saved by 2 slots; counted once: 20 B held, 0 B freed" in w.picture.text
     assert "shared buffers: 1 buffer(s) saved by 2 slots; counted once: 0 B held, 20 B freed" in w.picture.text
     assert "freed 3 saved tensor(s), 20 B:" in w.picture.text
-    assert w.picture.dot.count("<I>shared buffer</I>") == 4 and "counted once)" in w.picture.dot
+    assert w.picture.dot.count("<I>shared buffer</I>") == 4 and "shared buffer: counted once" in w.picture.dot
     e = x.exp()                    # ExpBackward0 saves its result, and the product saves it again
     assert len(snapshot(e * x).shared_buffers()) == 1
     z = (x * torch.ones(3, requires_grad=True)).sum()    # two different tensors: nothing said
@@ -400,9 +403,9 @@ def test_a_linear_weights_transpose_is_an_edge_marked_T():
     assert snap.ops[user].name == "AddmmBackward0"
     pic = draw(loss, names=names)
     assert "TBackward0</B>" not in pic.dot and "TBackward0" in pic.text     # the text keeps it
-    assert f"\t{leaf} -> {user} [taillabel=<<B>.T</B>>" in pic.dot
+    assert f"\t{leaf} -> {user} [xlabel=<<B>.T</B>>" in pic.dot
     assert f"\t{leaf} -> {t}" not in pic.dot and f"\t{t} -> {user}" not in pic.dot
-    assert ".T on an edge: weight used transposed (TBackward0)" in pic.dot
+    assert ".T: used transposed (TBackward0)" in pic.dot
     assert pic.svg.count('class="node"') == len(snap.ops) - 1 + len(snap.tensors)
     assert "TBackward0</B>" in render.to_dot(snap, fold=False)
 
@@ -421,15 +424,21 @@ def test_a_transpose_that_ran_says_its_order():
     assert f"<B>.T #{k}</B>" not in w.picture.dot.split("cluster_R")[0]   # before: nothing ran
 
 
-def test_only_a_plain_transpose_of_a_leaf_is_folded():
+def test_only_a_plain_transpose_is_folded():
     w = torch.ones(2, 3, requires_grad=True)
     x = torch.ones(4, 3)
     assert len(render.folded_transposes(snapshot((x @ w.t()).sum()))) == 1
     wt = w.t()
     assert not render.folded_transposes(snapshot((x @ wt).sum(), names={"wt": wt}))   # named: a box
     assert not render.folded_transposes(snapshot((x @ wt).sum() + wt.sum()))        # two users
-    assert not render.folded_transposes(snapshot((x @ (w * 2).t()).sum()))         # not of a leaf
     assert not render.folded_transposes(snapshot(w.t()))                            # no user
+    # of an op's output too (a Gram matrix f @ f.t()): the edge from that op, marked .T
+    f = w * 2
+    snap = snapshot((f @ f.t()).sum())
+    ((t, (src, user)),) = render.folded_transposes(snap).items()
+    assert snap.ops[t].name == "TBackward0" and snap.ops[src].name == "MulBackward0" and snap.ops[user].name == "MmBackward0"
+    dot = draw((f @ f.t()).sum()).dot
+    assert "TBackward0</B>" not in dot and dot.count("[xlabel=<<B>.T</B>>") == 1
 
 
 def test_a_pair_stays_side_by_side_while_its_text_reads_at_notebook_width():
@@ -451,3 +460,66 @@ def test_a_pair_stays_side_by_side_while_its_text_reads_at_notebook_width():
     svg = w.picture.svg
     assert not w.picture.stacked and svg_width_pt(svg) > READABLE_WIDTH_PT
     assert smallest_text_px(svg) == pytest.approx(svg_text_px(svg)[0]) and smallest_text_px(svg) >= MIN_TEXT_PX
+
+
+# ---- issue 20 §4: a core path's after view reads at 11 px and is at most 900 px tall ----------
+def _style_losses():
+    """Notebook 07 §3's pattern: three losses on one conv stack (a Gram matrix each for style),
+    backwarded one at a time; the after view of the first is too tall for a core path."""
+    import torch.nn.functional as F
+    torch.manual_seed(0)
+    conv1, conv2 = torch.nn.Conv2d(3, 4, 3, padding=1), torch.nn.Conv2d(4, 4, 3, padding=1)
+    for p in [*conv1.parameters(), *conv2.parameters()]:
+        p.requires_grad_(False)
+
+    def gram(x):
+        f = x.view(x.shape[1], -1)
+        return f @ f.t() / f.numel()
+
+    image = torch.rand(1, 3, 8, 8, requires_grad=True)
+    h1 = conv1(image)
+    h2 = conv2(F.relu(h1))
+    losses = {"style1": F.mse_loss(gram(h1), torch.zeros(4, 4)), "style2": F.mse_loss(gram(h2), torch.zeros(4, 4)),
+              "content2": F.mse_loss(h2, torch.zeros_like(h2))}
+    return image, losses
+
+
+def test_a_too_tall_after_view_draws_the_changed_region_and_counts_the_rest():
+    from helpers.graph import watch
+    from helpers.picture.layout import CORE_MAX_HEIGHT_PX, CORE_TEXT_PX, reads_at, shown_px
+    image, losses = _style_losses()
+    with watch(*losses.values(), names={"image": image, **losses}, title="style1.backward()") as w:
+        losses["style1"].backward()
+    full = render.to_dot(w.after, "x", marks=render.Marks(ran=w.picture.ran, spotlight=frozenset(w.picture.ran)))
+    assert shown_px(render.svg_from_dot(full))[1] > CORE_MAX_HEIGHT_PX          # the whole graph: too tall
+    view = w.after_view()
+    assert "what changed, and its neighbours" in view.text.splitlines()[0]
+    assert shown_px(view.svg)[1] <= CORE_MAX_HEIGHT_PX and reads_at(view.svg, CORE_TEXT_PX)
+    drawn = set(re.findall(r"^\t(op\d+|leaf\d+|t_op\d+_\d+) \[", view.dot, re.M))
+    hidden = {*w.after.ops, *w.after.tensors} - drawn - set(render.folded_transposes(w.after))   # .T: edges
+    n = int(re.search(r"(\d+) unchanged nodes? not drawn", view.dot).group(1))
+    assert n == len(hidden) > 0 and "unchanged nodes, counted, not drawn" in view.dot     # counted, in the legend
+    assert all(i in drawn for i in w.picture.ran)                                       # every node that ran is drawn
+    assert view.text.endswith(w.picture.text)                                          # the text form keeps everything
+
+
+def test_a_short_after_view_draws_every_box_and_leaves_out_the_settings():
+    from helpers.graph import watch
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    y = (x * 3).pow(2).sum()
+    with watch(y, names={"x": x, "y": y}) as w:
+        y.backward()
+    view = w.after_view()
+    assert "unchanged node" not in view.dot and "(unchanged boxes faded)" in view.text.splitlines()[0]
+    assert "exponent = 2" in draw(y).dot and "exponent = 2" not in view.dot     # backward never changes a setting
+    assert "exponent = 2" in view.text                                          # the text form keeps it
+
+
+def test_a_legend_takes_as_many_columns_as_fit_the_notebook_width():
+    from helpers.picture import legend, palette
+    many = palette.entries(["leaf", "op", "named", "held", "freed", "shared", "ran", "changed", "faded", "transpose"])
+    n = legend.columns(many)
+    assert n >= 3 and legend._legend_width(tuple(many), n) <= legend.LEGEND_BUDGET_PT
+    assert n == 4 or legend._legend_width(tuple(many), n + 1) > legend.LEGEND_BUDGET_PT   # the most that fit
+    assert legend.columns(many, budget_pt=100) == 2                                       # nothing fits: two
+    assert legend.columns(palette.entries(["leaf", "op"])) == 2

@@ -4,8 +4,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..snapshot import Snapshot
-from . import cap, far_uses, focus, module_clusters, palette, ran_marks, shared_sizes, spotlight, step_colours, transposes
-from .legend import features
+from . import cap, far_uses, focus, module_clusters, palette, ran_marks, region, shared_sizes, spotlight, step_colours, transposes
+from .legend import columns, features
 from .marks import NO_MARKS, Grouping, Marks
 from .scene import Scene
 from .snapshot_boxes import base_scene
@@ -25,6 +25,8 @@ def scene_of(snap: Snapshot, title=None, highlight=(), marks: Marks = NO_MARKS, 
     step_colours.fill(scene, marks)
     ran_marks.mark(scene, marks, highlight)
     spotlight.fade(scene, marks)
+    if marks.region:
+        region.keep_region(scene, snap, marks)
     shared_sizes.apply(scene, sizes)
     if grouping is not None:
         module_clusters.group(scene, grouping)
@@ -39,5 +41,8 @@ def scene_of(snap: Snapshot, title=None, highlight=(), marks: Marks = NO_MARKS, 
         scene.framed_title = bool(title)
         m = replace(marks, highlight=frozenset(highlight) | marks.highlight)
         keys = features([snap], m, grouping) if entries is None else entries
+        if region.REGION in scene.boxes:
+            keys = [*keys, "region"]
         scene.legend = palette.entries(keys, marks.legend)
+        scene.legend_columns = columns(scene.legend)
     return scene

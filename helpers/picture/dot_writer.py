@@ -14,7 +14,7 @@ GRAPH_ATTRS = {"fontname": "Helvetica", "fontsize": "11", "nodesep": "0.2",
                # nslimit/nslimit1 bound Graphviz's network-simplex passes to 2 x nodes iterations.
                # Small pictures come out identical; without the bound, a weight shared by many
                # layers has so many crossing edges that the passes run for minutes at 300 nodes.
-               "nslimit": "2", "nslimit1": "2", "ordering": "out", "rankdir": "TB", "ranksep": "0.3"}
+               "nslimit": "2", "nslimit1": "2", "ordering": "out", "rankdir": "TB", "ranksep": "0.2"}
 NODE_ATTRS = {"fontname": "Helvetica", "fontsize": "11"}
 EDGE_ATTRS = {"arrowsize": "0.6", "color": EDGE}
 
@@ -123,8 +123,8 @@ def _node(box: Box, prefix: str) -> str:
 def _edge(e: Edge, prefix: str) -> str:
     attrs: dict = {}
     if e.tail_mark is not None:
-        attrs.update(taillabel=f"<<B>{esc(e.tail_mark)}</B>>", fontname="Helvetica", fontsize="11",
-                     labeldistance="1.5", minlen=e.minlen)
+        attrs.update(xlabel=f"<<B>{esc(e.tail_mark)}</B>>", fontname="Helvetica", fontsize="11",
+                     minlen=e.minlen)
     elif e.minlen is not None:
         attrs["minlen"] = e.minlen
     attrs.update(color=e.colour, fontcolor=e.mark_colour, penwidth=None if e.width is None else f"{e.width:g}",
@@ -212,9 +212,9 @@ def write(scene: Scene) -> str:
     return "".join(out) + "}\n"
 
 
-def write_pair(halves, legend) -> str:
+def write_pair(halves, legend, columns: int = 2) -> str:
     """Two scenes side by side in one layout, each in a cluster headed by its title."""
-    out = [header(), graph_label(legend_html(legend), "b", "l")]
+    out = [header(), graph_label(legend_html(legend, columns), "b", "l")]
     for key, scene in halves:
         out.append(f"\tsubgraph cluster_{key} {{\n\t\t" + _attrs({
             "color": PAIR, "fontsize": "13", "label": f"<<B>{esc(scene.title)}</B>>",
@@ -224,9 +224,10 @@ def write_pair(halves, legend) -> str:
     return "".join(out) + "}\n"
 
 
-def write_legend(legend) -> str:
-    """A legend alone, as one box (stacked pictures share it below them)."""
-    return header() + f"\tlegend [{_attrs({'label': legend_html(legend), 'margin': '0', 'shape': 'plaintext'})}]\n}}\n"
+def write_legend(legend, columns: int = 2) -> str:
+    """A legend alone, as one box (stacked pictures share it below them; measuring its width)."""
+    label = legend_html(legend, columns)
+    return header() + f"\tlegend [{_attrs({'label': label, 'margin': '0', 'shape': 'plaintext'})}]\n}}\n"
 
 
 def write_boxes(scenes, titles=()) -> str:

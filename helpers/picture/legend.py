@@ -47,3 +47,33 @@ def features(snaps, marks: Marks, grouping=None) -> list[str]:
     if any(snap.above is not None for snap in snaps):
         present.append("above")
     return present
+
+
+# A legend as wide as this never makes its picture shrink at notebook width (860 px = 645 pt).
+LEGEND_BUDGET_PT = 645
+
+
+def columns(entries, budget_pt: float = LEGEND_BUDGET_PT) -> int:
+    """How many entries a legend row holds: the most (up to 4) whose measured width fits
+    `budget_pt`, so a legend takes as few rows as it can without widening a picture past the
+    notebook's width; 2 when even 2 do not fit (the legend's words wrap nowhere)."""
+    if len(entries) <= 2:
+        return 2
+    for n in (4, 3):
+        if n < len(entries) and _legend_width(tuple(entries), n) <= budget_pt:
+            return n
+    return 2
+
+
+_WIDTHS: dict = {}      # (the entries' words, columns) -> width in pt: legends repeat
+
+
+def _legend_width(entries: tuple, n: int) -> float:
+    key = (tuple(words for _, words in entries), n)
+    if key not in _WIDTHS:
+        from . import dot_writer
+        from .layout import laid_out
+        plain = laid_out(dot_writer.write_legend(entries, n), "plain")
+        _WIDTHS[key] = next((float(line.split(" ")[4]) * 72 for line in plain.splitlines()
+                             if line.startswith("node ")), float("inf"))
+    return _WIDTHS[key]

@@ -11,7 +11,7 @@ class Marks:
     changed: tensor ids whose .grad changed; fills: {id: fill colour} replacing the usual (the
     training step that made an op, where backward stopped); path: {(from id, to id)}, edges drawn
     thick; legend: ((colour, words), ...) added to the legend; spotlight: ids drawn as usual, every
-    other box faded."""
+    other box faded; region: boxes more than one edge from the spotlight folded into one count (region.py)."""
 
     highlight: frozenset = frozenset()
     ran: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
@@ -20,6 +20,7 @@ class Marks:
     path: frozenset = frozenset()
     legend: tuple = ()
     spotlight: frozenset = frozenset()     # when set, every other box is faded: the change stands out
+    region: bool = False                   # only the spotlight and its neighbours drawn, the rest counted
 
 
 NO_MARKS = Marks()

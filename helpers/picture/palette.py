@@ -61,18 +61,19 @@ LEGEND = {
     "held": (swatch(HELD), "saved tensor held in memory"),
     "freed": (swatch(FREED), "saved tensor FREED by backward"),
     "modified": (swatch(MODIFIED), "saved, then modified in place"),
-    "recomputed": (swatch(VALUE), "saved tensor recomputed in backward (checkpoint): not held"),
-    "shared": (swatch(VALUE), "shared buffer: one buffer, several slots (counted once)"),
+    "recomputed": (swatch(VALUE), "recomputed in backward (checkpoint), not held"),
+    "shared": (swatch(VALUE), "shared buffer: counted once"),
     "running": (swatch(HIGHLIGHT), "the node running in this step"),
     "ran": (swatch(RAN), "ran #k: ran in this backward, k-th"),
     "changed": (swatch(CHANGED), ".grad changed by this call"),
     "faded": (swatch(FADED), "unchanged by this call (faded)"),
     "ref": (swatch(LEAF, style="dashed", border=1), "same leaf, drawn again near a far use"),
-    "transpose": (swatch(), ".T on an edge: weight used transposed (TBackward0)"),
+    "transpose": (swatch(), ".T: used transposed (TBackward0)"),
     "module": (swatch(colour=CLUSTER, style="rounded", border=1), "module call: saved bytes held / freed"),
-    "repeat": (swatch(CALL_FILL, colour=CLUSTER, style="dashed", border=1), "xN: N more blocks like the one drawn, folded"),
+    "repeat": (swatch(CALL_FILL, colour=CLUSTER, style="dashed", border=1), "xN: N blocks like this one, folded"),
     "more": (swatch(colour=CLUSTER, style="dashed", border=1), "nodes beyond max_nodes, counted"),
     "above": (swatch(colour=CLUSTER, style="dashed", border=1), "nodes from the focus to the roots, counted"),
+    "region": (swatch(colour=CLUSTER, style="dashed", border=1), "unchanged nodes, counted, not drawn"),
 }
 
 

@@ -41,6 +41,7 @@ class Cell:
     border: int | None = None
     style: str | None = None
     frame_colour: str | None = None   # a swatch's outline (COLOR)
+    setting: bool = False             # an op's saved setting (`alpha = 1`), not a tensor: never changes
 
 
 @dataclass

@@ -5,7 +5,7 @@ from ..snapshot import NAMED_TENSOR_ROLES, Role, Saved, SavedState, Snapshot, fm
 from .palette import EDGE, FREED, HELD, LEAF, MODIFIED, NAMED, OP, VALUE
 from .scene import Box, Cell, Edge, Scene, Span, Table
 
-GRAD_VALUES_SHOWN = 4     # a box shows at most this many numbers of a .grad (the text form: all)
+GRAD_VALUES_SHOWN = 3     # a box shows at most this many numbers of a .grad (the text form: all)
 
 
 def is_leaf(snap: Snapshot, node_id: str) -> bool:
@@ -73,7 +73,7 @@ def value_rows(values: list[Saved]) -> list[list[Cell]]:
     settings = [v for v in values if "sym_" not in v.slot]
     if len(settings) > 3:
         return []
-    return [[Cell([Span(f"{v.slot} = {v.value}", italic=True)], colour=VALUE, size=10, align="LEFT")]
+    return [[Cell([Span(f"{v.slot} = {v.value}", italic=True)], colour=VALUE, size=10, align="LEFT", setting=True)]
             for v in settings]
 
 
@@ -84,15 +84,26 @@ def op_box(op, shared=frozenset()) -> Box:
 
 
 def short_values(text: str | None, shown: int = GRAD_VALUES_SHOWN) -> str:
-    """'[1, 2, 3, 4, 5, 6] (2, 3)' -> '[1, 2, 3, 4, ...] (2, 3)': a picture shows at most
-    `shown` numbers of a gradient (the text form keeps them all)."""
+    """'[1, 2, 3, 4, 5, 6] (2, 3)' -> '[1, 2, 3, ...] (2, 3)', '[0.03659, -0.0008713]' ->
+    '[0.0366, -0.000871]': a picture shows at most `shown` numbers of a gradient, each to 3
+    significant digits (the text form keeps them all, to 4)."""
     if not text or not text.startswith("["):
         return str(text)
     close = text.find("]")
-    values = text[1:close].split(", ")
-    if close < 0 or len(values) <= shown:
+    if close < 0:
         return text
-    return "[" + ", ".join(values[:shown]) + ", ...]" + text[close + 1:]
+    values = [_short_number(v) for v in text[1:close].split(", ")]
+    more = ", ..." if len(values) > shown else ""
+    return "[" + ", ".join(values[:shown]) + more + "]" + text[close + 1:]
+
+
+def _short_number(v: str) -> str:
+    """3 significant digits, or the text form's own way when that is as short ('1210', not '1.21e+03')."""
+    try:
+        short = f"{float(v):.3g}"
+    except ValueError:            # a complex value ('2+4j') or a word: as the text form says it
+        return v
+    return short if len(short) < len(v) else v
 
 
 def tensor_box(t) -> Box:

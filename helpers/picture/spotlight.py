@@ -1,5 +1,6 @@
 """Spotlight: one change should draw the eye (notebook 04: y's 'retains grad' line, not the red
-FREED marks around it). Every box outside Marks.spotlight is faded: grey text, no fill."""
+FREED marks around it). Every box outside Marks.spotlight is faded: grey text, no fill. A view of
+what changed leaves out the ops' settings (`alpha = 1`): backward never changes them."""
 from __future__ import annotations
 
 from .marks import Marks
@@ -11,6 +12,8 @@ def fade(scene: Scene, marks: Marks) -> None:
     if not marks.spotlight:
         return
     for box in scene.boxes.values():
+        if box.table is not None and box.kind == "op":
+            box.table.rows = [row for row in box.table.rows if not (row and row[0].setting)]
         if box.id in marks.spotlight or box.table is None or box.kind not in ("op", "tensor", "param", "ref"):
             continue
         t = box.table

@@ -1,6 +1,7 @@
 """Folded transposes: nn.Linear computes x @ W.T, so every Linear layer adds a TBackward0 box
-between its weight and its AddmmBackward0/MmBackward0. The picture folds it into the edge from
-the weight to that op, marked '.T' beside its start (the text form keeps the node)."""
+between its weight and its AddmmBackward0/MmBackward0 (and a Gram matrix f @ f.t() one between
+f's op and the product). The picture folds it into the edge from its input to that op, marked
+'.T' beside it (the text form keeps the node)."""
 from __future__ import annotations
 
 from ..snapshot import Snapshot
@@ -11,9 +12,9 @@ TRANSPOSE = "TBackward0"
 
 
 def folded_transposes(snap: Snapshot) -> dict[str, tuple[str, str]]:
-    """{TBackward0 id: (leaf id, user op id)} for each transpose drawn as a marked edge: it saved
-    nothing, its one input is a leaf, and its one output edge goes to an op (no named tensor, no
-    focus= box of the part above)."""
+    """{TBackward0 id: (input id, user op id)} for each transpose drawn as a marked edge: it saved
+    nothing, its one input is a leaf or an op drawn, and its one output edge goes to an op (no
+    named tensor, no focus= box of the part above)."""
     outs: dict[str, list[str]] = {}
     for a, b in snap.edges:
         outs.setdefault(a, []).append(b)
@@ -24,7 +25,7 @@ def folded_transposes(snap: Snapshot) -> dict[str, tuple[str, str]]:
         if op.name != TRANSPOSE or op.saved or len(op.inputs) != 1 or op.id in snap.cut_at:
             continue
         (leaf,), users = op.inputs, outs.get(op.id, [])
-        if is_leaf(snap, leaf) and len(users) == 1 and users[0] in snap.ops:
+        if (leaf in snap.ops or is_leaf(snap, leaf)) and len(users) == 1 and users[0] in snap.ops:
             folded[op.id] = (leaf, users[0])
     return folded
 
@@ -38,7 +39,8 @@ def fold(scene: Scene, snap: Snapshot) -> None:
         if e.head in folded:          # weight -> its transpose: drawn with the transpose's own edge
             continue
         if e.tail in folded:          # transpose -> user: from the weight, marked .T
-            edges.append(Edge(folded[e.tail][0], e.head, tail_mark=".T", minlen=2, via=e.tail))
+            src = folded[e.tail][0]      # a weight keeps its TBackward0's rank: above the layer's inputs
+            edges.append(Edge(src, e.head, tail_mark=".T", via=e.tail, minlen=None if src in snap.ops else 2))
             continue
         edges.append(e)
     scene.edges = edges
