@@ -12,9 +12,10 @@ import itertools
 import torch
 
 from . import render
-from .graph import READABLE_WIDTH_PT, Picture, describe, svg_width_pt
+from .graph import Picture, describe
 from .names import named_tensors
 from .picture import palette
+from .picture.layout import reads_at, smallest_text_px
 from .trace import next_sequence_nr
 from .walk import is_leaf_node, nodes_under, snapshot_with_ids
 
@@ -46,8 +47,8 @@ def stop_picture(root, *, stop, path: list, old: set, names: dict, max_nodes: in
     (the node where the engine stops) filled orange, the nodes of `old` (made by earlier steps)
     and the others (this step) in two fills, `path` (nodes from root.grad_fn down to stop) in
     thick edges, the tensors of `names` ({name: tensor}) labelled. The graph is drawn whole when
-    it has at most `max_nodes` nodes and lays out narrow enough to read at notebook width
-    (READABLE_WIDTH_PT); else around the stop, the rest counted in one box, so that the picture
+    it has at most `max_nodes` nodes and its text reads at notebook width (picture.layout.reads_at);
+    else around the stop, the rest counted in one box, so that the picture
     of a long loop stays readable. This is the seam with helpers.diagnose, which decides what
     the arguments are."""
     words = (stop.name(), will_stop)
@@ -72,13 +73,13 @@ def _around(roots, path: list, names, max_nodes: int):
 
 
 def _readable(pictures):
-    """The first of `pictures` (laid out one by one) that reads at notebook width
-    (graph.READABLE_WIDTH_PT), else the narrowest; None for none."""
+    """The first of `pictures` (laid out one by one) whose text reads at notebook width
+    (picture.layout.reads_at), else the one with the largest smallest text; None for none."""
     best = None
     for pic in pictures:
-        if best is None or svg_width_pt(pic.svg) < svg_width_pt(best.svg):
+        if best is None or smallest_text_px(pic.svg) > smallest_text_px(best.svg):
             best = pic
-        if svg_width_pt(best.svg) <= READABLE_WIDTH_PT:
+        if reads_at(best.svg):
             break
     return best
 
@@ -162,7 +163,7 @@ def draw_steps(*roots, clock: StepClock, names=None, title=None, max_nodes=120, 
         return _step_picture(*snapshot_with_ids(*roots, names=names, max_nodes=max_nodes, focus=focus),
                              clock, title)
     whole = _step_picture(*snapshot_with_ids(*roots, names=names, max_nodes=max_nodes), clock, title)
-    if not whole.snapshot.truncated and svg_width_pt(whole.svg) <= READABLE_WIDTH_PT:
+    if not whole.snapshot.truncated and reads_at(whole.svg):
         return whole
     path = _where_steps_meet(roots, clock)
     if not path:

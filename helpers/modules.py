@@ -33,7 +33,7 @@ import torch
 
 from . import render
 from .picture.figure import Picture
-from .picture.layout import READABLE_WIDTH_PT, shown_px
+from .picture.layout import reads_at, shown_px, smallest_text_px
 from .picture.palette import CALL_FILL
 from .picture.scene import Cell, Span, Table
 from .picture.text_form import describe
@@ -673,10 +673,11 @@ SCREEN_PX = 1_800    # the op-by-op picture is kept up to about two screens tall
 class ModulePicture(Picture):
     """draw(loss, modules=model): the graph op by op in module clusters (form 'ops'), or the
     overview, one box per module call (form 'calls'). With both, the op-by-op picture is drawn
-    when it reads on about two screens at notebook width: no wider than READABLE_WIDTH_PT (else
-    its text is under 9 px) and no taller than SCREEN_PX. Otherwise the overview is drawn if it
-    does better: narrower, or as readable and shorter. An overview still too wide (a trunk with
-    four heads) is tried with its branches stacked. `form` says which (reading it lays out)."""
+    when it reads on about two screens at notebook width: its text reads (picture.layout.reads_at:
+    at least 9 px at 860 px) and it is no taller than SCREEN_PX. Otherwise the overview is drawn
+    if it does better: larger text, or as readable and shorter. An overview whose text does not
+    read (a trunk with four heads side by side) is tried with its branches stacked. `form` says
+    which (reading it lays out)."""
 
     def __init__(self, snap: Snapshot, text: str, ops_dot: str | None, overview):
         """overview: a function overview(stack: bool) -> DOT, or None (only the op-by-op
@@ -695,10 +696,10 @@ class ModulePicture(Picture):
     def _overview_svg(self) -> tuple[str, str]:
         dot = self.overview(False)
         svg = render.svg_from_dot(dot)
-        if shown_px(svg)[0] > READABLE_WIDTH_PT:
+        if not reads_at(svg):
             stacked = self.overview(True)
             other = render.svg_from_dot(stacked)
-            if shown_px(other)[0] < shown_px(svg)[0]:
+            if smallest_text_px(other) > smallest_text_px(svg):
                 dot, svg = stacked, other
         return dot, svg
 
@@ -709,12 +710,11 @@ class ModulePicture(Picture):
                 self.dot, svg = self._overview_svg()
             else:
                 svg = render.svg_from_dot(self.dot)
-                width, height = shown_px(svg)
-                if self.overview is not None and (width > READABLE_WIDTH_PT or height > SCREEN_PX):
+                height, reads = shown_px(svg)[1], reads_at(svg)
+                if self.overview is not None and (not reads or height > SCREEN_PX):
                     dot, other = self._overview_svg()
-                    w, h = shown_px(other)
-                    too_wide = width > READABLE_WIDTH_PT
-                    better = w < width if too_wide else (w <= READABLE_WIDTH_PT and h < height)
+                    better = (smallest_text_px(other) > smallest_text_px(svg) if not reads
+                              else reads_at(other) and shown_px(other)[1] < height)
                     if better:
                         svg, self.dot, self._form = other, dot, "calls"
             self._svg = svg

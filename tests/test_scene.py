@@ -238,3 +238,31 @@ def test_the_static_stepper_can_show_only_the_frames_that_change_something():
         assert (i in shown) == bool(f.released or f.grad_changes or f.error)
     assert st.html.count('class="bt-frame"') == len(shown)
     assert f"{len(shown)} of {len(st.frames)} frames" in st.html and "static form: frames" in st.text
+
+
+def _fake_svg(width_pt, font_pt, height_pt=300):
+    return (f'<svg width="{width_pt}pt" height="{height_pt}pt" viewBox="0 0 {width_pt} {height_pt}">'
+            f'<text font-size="{font_pt:.2f}">x</text></svg>')
+
+
+def test_module_and_diagnosis_pictures_are_chosen_by_the_one_readability_rule(monkeypatch):
+    """issue 18 §2: whether a picture reads is picture.layout.reads_at (its smallest text at 860 px),
+    not a width bound: 900 pt of 10 pt text reads (9.6 px), 700 pt of 6 pt text does not (7.4 px)."""
+    import types
+
+    from helpers import diagnosis_picture, modules
+
+    wide_but_reads, narrow_but_tiny = _fake_svg(900, 10), _fake_svg(700, 6)
+    assert reads_at(wide_but_reads) and not reads_at(narrow_but_tiny)
+    pics = [types.SimpleNamespace(svg=narrow_but_tiny), types.SimpleNamespace(svg=wide_but_reads)]
+    assert diagnosis_picture._readable(pics) is pics[1]
+    assert diagnosis_picture._readable(pics[:1]) is pics[0]          # none reads: the most readable
+
+    def module_picture(ops_svg, overview_svg):
+        svgs = {"OPS": ops_svg, "OVERVIEW": overview_svg, "STACKED": overview_svg}
+        monkeypatch.setattr(modules.render, "svg_from_dot", svgs.__getitem__)
+        return modules.ModulePicture(None, "text", "OPS", lambda stack: "STACKED" if stack else "OVERVIEW")
+
+    assert module_picture(wide_but_reads, _fake_svg(500, 10)).form == "ops"     # reads: op by op
+    assert module_picture(narrow_but_tiny, _fake_svg(800, 10)).form == "calls"  # does not: the overview
+    assert module_picture(narrow_but_tiny, _fake_svg(500, 5)).form == "ops"     # unless that reads worse
