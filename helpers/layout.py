@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 TIMEOUT_S = 5.0
 # Cost = arrows + bends (ranks skipped by the arrows: the virtual nodes dot orders and routes).
-# Measured with the bundled engine (scripts/bench.py --only layout, docs/layout.md):
+# Measured with the bundled engine (scripts/bench.py --only layout; docs/robust.md, "Bounded layout"):
 # the 9 graphs of the layout table (cost <= 451) in 0.3-0.9 s; attention over every earlier
 # state: 10 steps, cost 789: 0.9-1.4 s; 20 steps, cost 6,157: 22 s (2.4 s simplified); 40, cost 52,584: minutes.
 IN_PROCESS_COST = 600        # at most this: as drawn, in-process (a time-out is not needed)
