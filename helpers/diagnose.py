@@ -12,7 +12,8 @@ variables needed for gradient computation has been modified by an inplace operat
 
 What it reads (it never calls backward and never re-runs your step; tested):
 - the graph behind the failed tensor: each node's creation number (autograd's `sequence_nr`),
-  which saved tensors are freed, and which were changed in place since saved (their versions);
+  which saved tensors are freed (a reentrant checkpoint's or a compiled graph's ctx.saved_tensors
+  too), and which were changed in place since saved (their versions);
 - where you keep tensors (helpers.names): your variables, lists, tuples, deques, dicts and the
   attributes of your objects and modules, as paths like `ema.shadow['w']` or `memory[3][0]`
   (in IPython the user namespace; else `names=`; else the locals of the function in the
@@ -61,6 +62,7 @@ from .walk import COUNT_LIMIT, check_max_nodes, nodes_under, raw_saved_tensor, s
 
 FREED_TEXT = "Trying to backward through the graph a second time"
 INPLACE_TEXT = "modified by an inplace operation"
+DONATED_TEXT = "compiled with non-empty donated buffers"   # torch.compile's (AOTAutograd's), torch 2.13
 
 RESET_METHODS = ("reset", "reset_state", "reset_states", "reset_hidden", "init_hidden", "reset_mem")
 
@@ -172,6 +174,27 @@ def _saved_states(fn) -> list:
 
 _VERSIONS = re.compile(r"is at version (\d+); expected version (\d+)")
 
+# autograd.Function nodes whose backward always reads what the Function saved (ctx.saved_tensors):
+# once a backward released that state, a second backward through them raises the freed-graph
+# error. Read from torch 2.13: torch.utils.checkpoint.CheckpointFunction.backward (a reentrant
+# checkpoint) and AOTAutograd's CompiledFunction.backward (torch.compile with aot_eager or
+# inductor), which reads its saved tensors even when it saved none.
+READS_ITS_STATE = ("CheckpointFunctionBackward", "CompiledFunctionBackward")
+
+
+def _released(fn) -> bool:
+    """Whether `fn` is an autograd.Function node (a custom Function, a reentrant checkpoint, a
+    compiled graph) whose saved state an earlier backward released. Its saved tensors are not
+    `_saved_*` slots, and once released torch no longer says how many there were (none, maybe): read
+    without unpacking anything a hook packed (helpers.walk.saved_slots)."""
+    if not isinstance(fn, torch.autograd.function.BackwardCFunction):
+        return False
+    for slot, how, value in saved_slots(fn):
+        if slot == "saved_tensors" and how == "error" and isinstance(value, RuntimeError) and (
+                FREED_TEXT in str(value) or "freed" in str(value)):
+            return True
+    return False
+
 
 class _Graph:
     """The live graph behind a node, read once (structure only: helpers.walk.nodes_under, up to
@@ -184,6 +207,7 @@ class _Graph:
         self.ids = set(self.nodes)
         self._users = None
         self._saved = {}
+        self._released = {}
 
     def inputs(self, fn) -> list:
         return [n for n, _ in fn.next_functions if n is not None]
@@ -265,6 +289,19 @@ class _Graph:
     def freed(self, fn) -> list:
         """The slots of node `fn` whose saved tensor is freed."""
         return [slot for slot, state, _ in self.saved(fn) if state == "freed"]
+
+    def stops(self, fn) -> list:
+        """The slots whose loss makes a backward through `fn` raise the freed-graph error: its freed
+        `_saved_*` slots, or ["saved_tensors"] for a reentrant checkpoint's or a compiled graph's
+        node (READS_ITS_STATE) whose state was released."""
+        return self.freed(fn) or (["saved_tensors"] if fn.name() in READS_ITS_STATE and self.released(fn) else [])
+
+    def released(self, fn) -> bool:
+        """Whether `fn` is an autograd.Function node whose saved state was released (`_released`)."""
+        out = self._released.get(fn)
+        if out is None:
+            out = self._released[fn] = _released(fn)
+        return out
 
 
 def _earlier_losses(graph: _Graph, every, root) -> list:
@@ -458,8 +495,9 @@ def _user_frame(tb, root):
 
 class Diagnosis:
     """What `why_backward_failed` found. `.verdict` is one of: 'stopped' (the freed-graph error
-    explained), 'modified' (the in-place error explained), 'would succeed', 'no graph',
-    'unrelated', 'no error', 'bad input', 'too large'.
+    explained), 'modified' (the in-place error explained), 'would succeed', 'cannot tell' (the
+    graph does not show where it stops, or whether it will), 'no graph', 'unrelated', 'no error',
+    'bad input', 'too large'.
 
     For the corpus and for code: `culprit` (the path of your variable, or None), `fix_kind` (a
     FIX_KINDS key, or None), `confident` (True only when the evidence singles out one cause and
@@ -572,7 +610,7 @@ def _diagnose(what, names, max_nodes, clock) -> Diagnosis:
             return Diagnosis("unrelated", (
                 f"why_backward: the last error was {type(err).__name__}: {_first_sentence(text)}\n"
                 f"This helper explains \"{FREED_TEXT}\" and \"... {INPLACE_TEXT}\"; this is "
-                "another error, so there is nothing for it to diagnose."))
+                "another error, so there is nothing for it to diagnose." + (_DONATED_NOTE if DONATED_TEXT in text else "")))
         roots = _tensors_from_traceback(err.__traceback__)
         if not roots:
             return Diagnosis("bad input", (
@@ -592,6 +630,18 @@ def _diagnose(what, names, max_nodes, clock) -> Diagnosis:
         return _explain_inplace(err, root, ns, hint)
     return _explain(root, ns, names_available=ns is not None, max_nodes=max_nodes, clock=clock, hint=hint,
                     failed=err is not None)
+
+
+# Read from torch 2.13's AOTAutograd (CompiledFunction._backward_impl): the compiled backward is
+# compiled on its first run; run without retain_graph, it may reuse (donate) the saved activations'
+# memory, and then refuses retain_graph=True and create_graph=True for good. Run live in notebook 12.
+_DONATED_NOTE = (
+    "\nWhat the error says: torch.compile's backward (AOTAutograd) was compiled, on its first run, "
+    "without retain_graph, so it may reuse the saved activations' memory (donated buffers); it then "
+    "refuses retain_graph=True and create_graph=True. The error frees nothing: backward() without "
+    "retain_graph still runs on that graph. Fixes: one backward on the sum of the losses; or retain_graph=True on "
+    "the first backward that compiled model ever runs; torch._functorch.config.donated_buffer = False "
+    "is a private switch (notebook 12, section 4.1).")
 
 
 def _namespace(names, err, root):
@@ -652,27 +702,21 @@ def _explain(root, ns, names_available, max_nodes, clock=None, hint=None, failed
         # of equally wide gaps, the earliest whose older part holds a freed tensor (the part an
         # earlier backward freed must hold one); none: the latest, as for a single widest gap
         for cand in ([] if running or start is None else _tied_starts(ops)[:-1]):
-            if any(graph.freed(fn) for fn in order if seq(fn) < cand):
+            if any(graph.stops(fn) for fn in order if seq(fn) < cand):
                 start = cand
                 break
         old = [fn for fn in order if start is None or seq(fn) < start]
-    stop = next((fn for fn in old if graph.freed(fn)), None)
-    if stop is None:
-        opaque = _opaque_shared(order) if failed else None
+    stop = next((fn for fn in old if graph.stops(fn)), None)
+    if failed and (stop is None or isinstance(stop, torch.autograd.function.BackwardCFunction)):
+        opaque = _opaque_shared(order)
         if opaque is not None and not any(graph.freed(fn) for fn in order):
             return _explain_opaque(root, opaque, named, names_available, hint)
-        if not any(graph.freed(fn) for fn in order):
-            n = sum(1 for fn in ops for _ in graph.saved(fn))
-            return Diagnosis("would succeed", (
-                f"why_backward: backward() on this tensor would succeed now: none of the {n} tensors "
-                f"saved in its graph ({len(ops)} nodes) is freed. If it failed before, the graph was "
-                "rebuilt since."))
-        return Diagnosis("would succeed", "why_backward: no node older than this step holds a freed "
-                                         "tensor: backward() on it should not fail this way.")
+    if stop is None:
+        return _no_stop(root, graph, ops, order, failed)
     d = Diagnosis("stopped", "")
     d.names_available, d.names_hint = names_available, hint
     d.stopped_at = stop.name()
-    d.freed = graph.freed(stop)
+    d.freed = graph.freed(stop) or [_STATE_WORDS.get(stop.name(), "saved_tensors")]
     path = graph.path(root.grad_fn, stop)
     d.path = [fn.name() for fn in path]
     old_set = set(old)
@@ -689,6 +733,53 @@ def _explain(root, ns, names_available, max_nodes, clock=None, hint=None, failed
                              max_nodes=max_nodes, will_stop=d.not_yet_run)
     d.message = _report(d)
     return d
+
+
+_STATE_WORDS = {"CheckpointFunctionBackward": "inputs (a reentrant checkpoint's ctx.saved_tensors)",
+                "CompiledFunctionBackward": "tensors (the compiled graph's ctx.saved_tensors)"}
+
+
+def _no_stop(root, graph, ops, order, failed) -> Diagnosis:
+    """No node of the graph reads as one where backward stops. "Would succeed" only when every node's
+    state can be read: an autograd.Function (a custom one) whose state was released may fail a
+    second backward or not, depending on whether its backward reads ctx.saved_tensors."""
+    released = [fn for fn in order if graph.released(fn)]
+    if released:
+        names = ", ".join(dict.fromkeys(fn.name() for fn in released[:3]))
+        what = "the backward failed" if failed else "backward() on it may fail"
+        return Diagnosis("cannot tell", (
+            f"why_backward: {what}, and no saved tensor of this graph reads as freed, but {names} (an "
+            "autograd.Function) has been backwarded before: its saved state (ctx.saved_tensors) was released. "
+            "Whether a second backward through it fails depends on whether its backward() reads "
+            "ctx.saved_tensors, which cannot be read from the graph; if it does, that is where it stops: "
+            "retain_graph=True on the earlier backward, or one backward on the sum of the losses."))
+    if not any(graph.freed(fn) for fn in order):
+        n = sum(1 for fn in ops for _ in graph.saved(fn)) + sum(_function_saved(fn) for fn in ops)
+        compiled = any(fn.name() == "CompiledFunctionBackward" for fn in ops)
+        return Diagnosis("would succeed", (
+            f"why_backward: backward() on this tensor would succeed now: none of the {n} tensors "
+            f"saved in its graph ({len(ops)} nodes) is freed. " + (
+                "It holds CompiledFunctionBackward (torch.compile): backward(retain_graph=True) or "
+                f"create_graph=True through it raises \"{DONATED_TEXT}\" if its compiled backward first ran "
+                "without retain_graph, which the graph does not show." if compiled else
+                "If it failed before, the graph was rebuilt since.")))
+    return Diagnosis("would succeed", "why_backward: no node older than this step holds a freed "
+                                     "tensor: backward() on it should not fail this way.")
+
+
+def _function_saved(fn) -> int:
+    """How many tensors an autograd.Function node (a custom Function, a reentrant checkpoint, a
+    compiled graph) holds in ctx.saved_tensors; 0 for other nodes, and once released."""
+    if not isinstance(fn, torch.autograd.function.BackwardCFunction):
+        return 0
+    n = 0
+    for slot, how, value in saved_slots(fn):
+        if slot.startswith("saved_tensors"):
+            if how == "packed":
+                n += value is not None
+            elif how == "value" and isinstance(value, (tuple, list)):
+                n += sum(isinstance(v, torch.Tensor) for v in value)
+    return n
 
 
 def _opaque_shared(order):

@@ -1252,3 +1252,101 @@ def test_fix_code_uses_the_users_names_or_a_neutral_word(name, code):
     ns, err = harness.run(harness.HERE / f"{name}.py")
     d = why_backward_failed(err, names=ns)
     assert code in d.fix, d.fix
+
+
+# -- notebook 12's checkpoint and compile errors (issue 22, section 4) ---------------------------
+def _nb12_block(calls):
+    """Notebook 12's block, with a forward pre-hook that counts its starts (a re-run would show)."""
+    torch.manual_seed(0)
+    block = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Tanh(), torch.nn.Linear(4, 2), torch.nn.Tanh())
+    block.register_forward_pre_hook(lambda *_: calls.append(1))
+    return block
+
+
+@pytest.mark.parametrize("use_reentrant, stop_in", [(True, "CheckpointFunctionBackward"), (False, "TanhBackward0")])
+def test_checkpoint_backwarded_twice_is_diagnosed_where_the_engine_stops(use_reentrant, stop_in):
+    """Notebook 12: checkpoint(block, x) then .sum(), backward, backward again. A reentrant
+    checkpoint keeps the block's inputs in ctx.saved_tensors (no `_saved_*` slot): this was
+    answered "would succeed now ... the graph was rebuilt since", while the second backward
+    raises. Now: stopped where the real engine stops, nothing re-run, for the error and the tensor."""
+    from torch.utils.checkpoint import checkpoint
+
+    calls = []
+    block = _nb12_block(calls)
+    x = torch.randn(2, 3, requires_grad=True)
+    loss = checkpoint(block, x, use_reentrant=use_reentrant).sum()
+    loss.backward()
+    with pytest.raises(RuntimeError, match=FREED_TEXT) as info:
+        with where_backward_stops(loss) as stop:
+            loss.backward()
+    assert stop.stopped_in == stop_in
+    ran = len(calls)
+    for what in (info.value, loss):
+        d = why_backward_failed(what, names={"x": x, "loss": loss, "block": block})
+        assert d.verdict == "stopped" and "would succeed" not in d.message, d.message
+        assert d.stopped_at == stop_in and d.path == ["SumBackward0", stop_in], d.message
+        assert d.fix_kind == "retain-or-sum" and d.culprits[0] == "loss", d.message
+        assert d.picture is not None
+    assert len(calls) == ran                              # read only: the block never ran again
+    if use_reentrant:
+        assert "inputs (a reentrant checkpoint's ctx.saved_tensors)" in d.message
+
+
+def test_compiled_graph_backwarded_twice_is_diagnosed_where_the_engine_stops():
+    """loss = compiled(x).sum() (SumBackward0 saves no tensor): the only state is the compiled
+    node's ctx.saved_tensors, which the first backward released."""
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Tanh(), torch.nn.Linear(4, 1))
+    loss = torch.compile(model, backend="aot_eager")(torch.randn(2, 3)).sum()
+    loss.backward()
+    with pytest.raises(RuntimeError, match=FREED_TEXT) as info:
+        with where_backward_stops(loss) as stop:
+            loss.backward()
+    d = why_backward_failed(info.value, names={"loss": loss})
+    assert d.verdict == "stopped" and d.stopped_at == stop.stopped_in == "CompiledFunctionBackward", d.message
+    assert d.fix_kind == "retain-or-sum", d.message
+
+
+def test_compiled_donated_buffers_error_is_named_and_not_called_a_freed_graph():
+    """Notebook 12 section 4.1: retain_graph=True after an ordinary compiled backward. Another error
+    than the freed graph: said so, with what it means; the graph still runs a plain backward, as
+    the message says; the tensor form says the graph cannot show it."""
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Tanh(), torch.nn.Linear(4, 1))
+    compiled, xs = torch.compile(model, backend="aot_eager"), torch.randn(2, 3)
+    compiled(xs).pow(2).mean().backward()
+    loss = compiled(xs).pow(2).mean()
+    with pytest.raises(RuntimeError, match="non-empty donated buffers") as info:
+        loss.backward(retain_graph=True)
+    d = why_backward_failed(info.value, names={"loss": loss})
+    assert d.verdict == "unrelated" and "nothing for it to diagnose" in d.message, d.message
+    assert "donated buffers" in d.message and "retain_graph=True on the first backward" in d.message
+    t = why_backward_failed(loss, names={"loss": loss})
+    assert t.verdict == "would succeed" and "rebuilt since" not in t.message, t.message
+    assert "compiled with non-empty donated buffers" in t.message and "4 tensors" in t.message, t.message
+    loss.backward()                                        # "the error frees nothing": it runs
+
+
+def test_a_released_custom_function_is_not_called_fine_nor_a_stop():
+    """A custom autograd.Function that saved nothing and whose backward reads no ctx.saved_tensors:
+    once backwarded, its state reads as released, like a checkpoint's, yet a second backward
+    through it runs. Neither 'would succeed' nor a stop can be read from the graph: said so."""
+    class Twice(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return 2 * x
+
+        @staticmethod
+        def backward(ctx, g):
+            return 2 * g
+
+    x = torch.ones(3, requires_grad=True)
+    loss = Twice.apply(x).sum()
+    loss.backward()
+    d = why_backward_failed(loss, names={"x": x, "loss": loss})
+    assert d.verdict == "cannot tell" and "TwiceBackward" in d.message, d.message
+    assert "would succeed" not in d.message
+    loss.backward()                                        # and indeed it runs again
+    assert x.grad.tolist() == [4.0, 4.0, 4.0]

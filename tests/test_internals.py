@@ -242,3 +242,33 @@ def test_diag_fix_function_nodes_are_backward_cfunctions_with_one_metadata_per_o
     assert all(o.grad_fn is fn for o in outs) and [o.output_nr for o in outs] == [0, 1, 2]
     assert len(fn._input_metadata) == 3
     assert not isinstance((x * 2).grad_fn, torch.autograd.function.BackwardCFunction)
+
+
+# --- issue 22: what diagnose reads of a reentrant checkpoint and a compiled graph ---
+def test_released_function_state_and_the_names_diagnose_trusts():
+    """helpers.diagnose._released and READS_ITS_STATE: a reentrant checkpoint's node is
+    CheckpointFunctionBackward and torch.compile's (aot_eager) CompiledFunctionBackward, both
+    BackwardCFunctions; once backwarded, reading ctx.saved_tensors raises the freed-graph text, and
+    both backwards read it (a second backward raises). The donated-buffers text is AOTAutograd's."""
+    import torch
+    from torch.utils.checkpoint import checkpoint
+
+    from helpers.diagnose import DONATED_TEXT, FREED_TEXT, READS_ITS_STATE
+
+    lin = torch.nn.Linear(3, 2)
+    x = torch.randn(2, 3, requires_grad=True)
+    torch._dynamo.reset()
+    compiled = torch.compile(torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Tanh(), torch.nn.Linear(4, 1)),
+                             backend="aot_eager")    # notebook 12's tiny(): its Tanh output is donated
+    for loss in (checkpoint(lin, x, use_reentrant=True).sum(), compiled(x).sum()):
+        fn = loss.grad_fn.next_functions[0][0]
+        assert isinstance(fn, torch.autograd.function.BackwardCFunction) and fn.name() in READS_ITS_STATE, fn
+        assert isinstance(fn.saved_tensors, tuple)
+        loss.backward()
+        with pytest.raises(RuntimeError, match=FREED_TEXT):
+            _ = fn.saved_tensors
+        with pytest.raises(RuntimeError, match=FREED_TEXT):
+            loss.backward()
+    compiled(x).sum().backward()
+    with pytest.raises(RuntimeError, match=DONATED_TEXT):
+        compiled(x).pow(2).sum().backward(retain_graph=True)
