@@ -15,7 +15,7 @@ from . import render
 from .graph import Picture, describe
 from .names import named_tensors
 from .picture import palette
-from .picture.layout import reads_at, smallest_text_px
+from .picture.layout import CORE_MAX_HEIGHT_PX, reads_at, shown_px, smallest_text_px
 from .trace import next_sequence_nr
 from .walk import is_leaf_node, nodes_under, snapshot_with_ids
 
@@ -47,8 +47,8 @@ def stop_picture(root, *, stop, path: list, old: set, names: dict, max_nodes: in
     (the node where the engine stops) filled orange, the nodes of `old` (made by earlier steps)
     and the others (this step) in two fills, `path` (nodes from root.grad_fn down to stop) in
     thick edges, the tensors of `names` ({name: tensor}) labelled. The graph is drawn whole when
-    it has at most `max_nodes` nodes and its text reads at notebook width (picture.layout.reads_at);
-    else around the stop, the rest counted in one box, so that the picture
+    it has at most `max_nodes` nodes and fits one screen (its text reads at notebook width and it
+    is at most CORE_MAX_HEIGHT_PX tall: fits); else around the stop, the rest counted in one box, so that the picture
     of a long loop stays readable. This is the seam with helpers.diagnose, which decides what
     the arguments are."""
     words = (stop.name(), will_stop)
@@ -72,15 +72,21 @@ def _around(roots, path: list, names, max_nodes: int):
             yield snap, ids
 
 
+def fits(pic) -> bool:
+    """A diagnosis picture is read on one screen: its text reads at notebook width
+    (picture.layout.reads_at) and it is at most CORE_MAX_HEIGHT_PX tall there."""
+    return reads_at(pic.svg) and shown_px(pic.svg)[1] <= CORE_MAX_HEIGHT_PX
+
+
 def _readable(pictures):
-    """The first of `pictures` (laid out one by one) whose text reads at notebook width
-    (picture.layout.reads_at), else the one with the largest smallest text; None for none."""
+    """The first of `pictures` (laid out one by one) that fits one screen (fits), else the one
+    with the largest smallest text; None for none."""
     best = None
     for pic in pictures:
+        if fits(pic):
+            return pic
         if best is None or smallest_text_px(pic.svg) > smallest_text_px(best.svg):
             best = pic
-        if reads_at(best.svg):
-            break
     return best
 
 
@@ -153,9 +159,10 @@ def draw_steps(*roots, clock: StepClock, names=None, title=None, max_nodes=120, 
     focus: as in helpers.graph.draw, only the part of the graph under it is drawn.
     title, max_nodes: as in draw(); max_nodes is 120 by default (not 300): a loop's graph past
         that is drawn around where the steps meet, which reads at notebook width.
-    Without focus, a graph of more than `max_nodes` nodes, or one too wide to read at notebook
-    width, is drawn around where the newest step uses an older step's graph (the last nodes of
-    the newest step on the way there, the older node, what feeds it), the rest counted in a box.
+    Without focus, a graph of more than `max_nodes` nodes, or one that does not fit one screen
+    (too wide to read at notebook width, or over CORE_MAX_HEIGHT_PX tall), is drawn around where
+    the newest step uses an older step's graph (the last nodes of the newest step on the way
+    there, the older node, what feeds it), the rest counted in a box.
     """
     if names is not None and any(not isinstance(v, torch.Tensor) for v in names.values()):
         names = dict(named_tensors(names))
@@ -163,7 +170,7 @@ def draw_steps(*roots, clock: StepClock, names=None, title=None, max_nodes=120, 
         return _step_picture(*snapshot_with_ids(*roots, names=names, max_nodes=max_nodes, focus=focus),
                              clock, title)
     whole = _step_picture(*snapshot_with_ids(*roots, names=names, max_nodes=max_nodes), clock, title)
-    if not whole.snapshot.truncated and reads_at(whole.svg):
+    if not whole.snapshot.truncated and fits(whole):
         return whole
     path = _where_steps_meet(roots, clock)
     if not path:

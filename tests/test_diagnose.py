@@ -354,9 +354,23 @@ def test_a_long_loop_is_drawn_around_the_stop_a_short_one_whole():
     from helpers import render
     from helpers.walk import snapshot
     assert svg_text_px(render.svg_from_dot(render.to_dot(snapshot(ns["loss"], max_nodes=60))))[0] < 7
-    ns, err, _ = failing("rnn_plain_state")                 # one time step per batch: drawn whole
+    from helpers.diagnosis_picture import fits
+    assert fits(d.picture)
+    ns, err, _ = failing("frozen_encoder")                  # a short graph that fits one screen: drawn whole
     short = why_backward_failed(err, names=ns)
     assert not short.picture.text.startswith("focus on") and "NOT DRAWN" not in short.picture.text
+    assert fits(short.picture)
+    # one time step per batch, but taller than one screen drawn whole (900 px at 860 px wide, the
+    # core-path limit): around the stop, the rest counted
+    ns, err, _ = failing("rnn_plain_state")
+    tall = why_backward_failed(err, names=ns)
+    assert tall.picture.text.startswith("focus on") and fits(tall.picture)
+    import helpers.diagnosis_picture as dp
+    limit, dp.CORE_MAX_HEIGHT_PX = dp.CORE_MAX_HEIGHT_PX, 10_000     # a taller screen: drawn whole
+    try:
+        assert not why_backward_failed(err, names=ns).picture.text.startswith("focus on")
+    finally:
+        dp.CORE_MAX_HEIGHT_PX = limit
 
 
 def test_same_graph_twice_is_not_called_a_loop():
@@ -429,7 +443,8 @@ def test_render_marks_fills_path_and_legend_are_additive():
                                                      legend=(("#654321", "a group of my own"),)))
     assert "#123456" not in plain and "penwidth" not in plain and "a group of my own" not in plain
     assert marked.count('BGCOLOR="#123456"') == 1
-    assert f"{edge[0]} -> {edge[1]} [color=\"{render.STOP}\" penwidth=3]" in marked
+    # thick, its arrowhead kept at the usual size (Graphviz grows it with the pen)
+    assert f"{edge[0]} -> {edge[1]} [color=\"{render.STOP}\" penwidth=3 arrowsize=0.3]" in marked
     assert 'BGCOLOR="#654321"' in marked and "a group of my own" in marked
     assert render.to_dot(snap, marks=render.Marks()) == plain
 
@@ -504,8 +519,20 @@ def test_draw_steps_of_a_long_loop_is_drawn_where_the_steps_meet_and_reads():
 
 
 def test_draw_steps_takes_a_focus_and_draws_small_graphs_whole():
+    from helpers.diagnosis_picture import fits
+    torch.manual_seed(0)                  # notebook 10 section 1's loop: small, fits one screen whole
+    W, U = torch.randn(3, 4, requires_grad=True), torch.randn(4, 4, requires_grad=True)
+    small_clock, h = StepClock(), torch.zeros(1, 4)
+    for step in range(2):
+        small_clock.tick()
+        h = torch.tanh(torch.randn(1, 3) @ W + h @ U)
+        small = h.pow(2).sum()
+        if step == 0:
+            small.backward()
+    whole = draw_steps(small, clock=small_clock, names={"W": W, "U": U, "h": h, "loss": small})
+    assert "focus on" not in whole.text and fits(whole)
     loss, clock, ns = rnn_cell_two_batches(time_steps=1)
-    assert "focus on" not in draw_steps(loss, clock=clock, names=ns).text     # small: whole, as before
+    assert fits(draw_steps(loss, clock=clock, names=ns))
     pic = draw_steps(loss, clock=clock, names=ns, focus=ns["h"])
     assert pic.text.splitlines()[1].startswith(
         "focus on h: NOT DRAWN: 4 nodes from h to loss, 3 beside them")   # head Addmm, Sub, Pow, Sum; T, 2 leaves

@@ -227,7 +227,7 @@ def test_every_frame_draws_each_node_in_the_same_place():
     places = [node_places(d) for d in dots]
     assert len(places) == 12 and len(places[0]) == 18          # 18 boxes (the title: a cluster label)
     assert all(p == places[0] for p in places)
-    legends = {re.search(r"label=<<TABLE BORDER=\"0\" CELLBORDER=\"0\" CELLSPACING=\"3\".*?</TABLE>>", d).group(0) for d in dots}
+    legends = {re.search(r"label=<<TABLE BORDER=\"0\" CELLBORDER=\"0\" CELLSPACING=\"2\".*?</TABLE>>", d).group(0) for d in dots}
     assert len(legends) == 1 and "saved tensor FREED by backward" in legends.pop()
     # the same frames, each laid out from its own sizes, move: the test above can fail
     own = [node_places(render.to_dot(f.snapshot, title=s._title(i), marks=s._marks(i)))

@@ -14,7 +14,7 @@ GRAPH_ATTRS = {"fontname": "Helvetica", "fontsize": "11", "nodesep": "0.2",
                # nslimit/nslimit1 bound Graphviz's network-simplex passes to 2 x nodes iterations.
                # Small pictures come out identical; without the bound, a weight shared by many
                # layers has so many crossing edges that the passes run for minutes at 300 nodes.
-               "nslimit": "2", "nslimit1": "2", "ordering": "out", "rankdir": "TB", "ranksep": "0.2"}
+               "nslimit": "2", "nslimit1": "2", "ordering": "out", "rankdir": "TB", "ranksep": "0.15"}
 NODE_ATTRS = {"fontname": "Helvetica", "fontsize": "11"}
 EDGE_ATTRS = {"arrowsize": "0.6", "color": EDGE}
 
@@ -129,6 +129,8 @@ def _edge(e: Edge, prefix: str) -> str:
         attrs["minlen"] = e.minlen
     attrs.update(color=e.colour, fontcolor=e.mark_colour, penwidth=None if e.width is None else f"{e.width:g}",
                  style=e.style)
+    if e.width is not None and e.width > 1:   # Graphviz grows an arrowhead with its pen: keep the usual size
+        attrs["arrowsize"] = f"{float(EDGE_ATTRS['arrowsize']) * 1.5 / e.width:.2g}"
     a = _attrs(attrs)
     return f"\t{prefix}{e.tail} -> {prefix}{e.head}" + (f" [{a}]" if a else "") + "\n"
 
@@ -139,7 +141,7 @@ def legend_html(entries, columns: int = 2) -> str:
     cells = [f'{_cell(swatch)}<TD ALIGN="LEFT"><FONT POINT-SIZE="10">{esc(words)}</FONT></TD>'
              for swatch, words in entries]
     rows = ["<TR>" + "".join(cells[i:i + columns]) + "</TR>" for i in range(0, len(cells), columns)]
-    return ('<<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="3" CELLPADDING="1">'
+    return ('<<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="2" CELLPADDING="1">'
             + "".join(rows) + "</TABLE>>")
 
 

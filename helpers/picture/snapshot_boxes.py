@@ -67,10 +67,15 @@ def saved_rows(op, shared=frozenset()) -> list[list[Cell]]:
     return rows
 
 
+# Settings at the value that changes nothing (x + 1 * y, 1 * x @ w + 1 * b): the text form lists them
+DEFAULT_SETTINGS = {("alpha", "1"), ("beta", "1")}
+
+
 def value_rows(values: list[Saved]) -> list[list[Cell]]:
     """The plain numbers an op saved, kept short: up to three settings (`exponent = 2`); size
-    bookkeeping (`*_sym_sizes`) and longer lists are left to the text form."""
-    settings = [v for v in values if "sym_" not in v.slot]
+    bookkeeping (`*_sym_sizes`), settings that change nothing (`alpha = 1`) and longer lists are
+    left to the text form."""
+    settings = [v for v in values if "sym_" not in v.slot and (v.slot, str(v.value)) not in DEFAULT_SETTINGS]
     if len(settings) > 3:
         return []
     return [[Cell([Span(f"{v.slot} = {v.value}", italic=True)], colour=VALUE, size=10, align="LEFT", setting=True)]
