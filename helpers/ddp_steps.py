@@ -127,3 +127,42 @@ def checkpointed(rank, world_size, use_reentrant, times=1, input_layer=True, ste
         model.zero_grad()
         ddp(batch(rank + 10 * step)).pow(2).mean().backward()
     return {"grads": grads(model), **stats}
+
+
+class TwoBig(nn.Module):
+    """Two parameters of 16 MiB each (float32): together more than DDP's default bucket."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Parameter(torch.zeros(4 * 2**20))
+        self.b = nn.Parameter(torch.zeros(4 * 2**20))
+
+    def forward(self, x):
+        return x * (self.a.sum() + self.b.sum())
+
+
+def buckets(rank, world_size, steps=3):
+    """DDP's bucket cap with its default `bucket_cap_mb`, and the all-reduce calls of each step
+    for a model of 32 MiB of gradients."""
+    ddp = DDP(TwoBig())
+    stats = count_allreduce(ddp)
+    calls = []
+    for _ in range(steps):
+        before = stats["calls"]
+        ddp(torch.ones(1)).sum().backward()
+        calls.append(stats["calls"] - before)
+    return {"bucket_bytes_cap": ddp.bucket_bytes_cap, "calls_per_step": calls}
+
+
+def changing_graph(rank, world_size, losses_per_step=((1, 2), (1,), (1, 2)), **ddp_options):
+    """TwoHeads(2) trained one step per entry of `losses_per_step`, each a backward on the sum of
+    the losses it names (1: loss1, head 1; 2: loss2, head 2): a step without loss 2 leaves head 2
+    unused."""
+    model = TwoHeads(heads=2)
+    ddp = DDP(model, **ddp_options)
+    stats = count_allreduce(ddp)
+    for step, losses in enumerate(losses_per_step):
+        model.zero_grad(set_to_none=True)
+        loss1, loss2 = two_losses(ddp(batch(rank + 10 * step)))
+        sum(loss for n, loss in ((1, loss1), (2, loss2)) if n in losses).backward()
+    return {"grads": grads(model), **stats}

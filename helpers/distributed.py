@@ -9,7 +9,9 @@
 - The port is the operating system's choice: the parent opens the rendezvous store on port 0
   and passes the port it got to the workers, so two runs (or two notebooks) never collide.
 - An exception in a worker is raised again in the parent as `WorkerError`, with the worker's
-  rank, its exception type and message (the worker's traceback is attached as a note). The
+  rank, its exception type and message (the worker's traceback is attached as a note), and
+  `logged`: what the worker's `sys.excepthook` writes for it, which after `init_process_group`
+  is torch's: every line starts with `[rank0]: ` (the lines a real job's log shows). The
   first error to arrive is the one raised (the others are often its consequence, "peer gone");
   if several ranks raised that same error, the lowest of their ranks is named.
 - What the workers print (Python or C++, e.g. DDP's warnings) goes to `last_logs`, not the cell.
@@ -23,6 +25,7 @@ import datetime
 import io
 import os
 import queue as queue_module
+import sys
 import tempfile
 import threading
 import time
@@ -45,12 +48,15 @@ last_logs: dict = {}   # {rank: what the worker wrote to stdout/stderr (torch's 
 
 class WorkerError(RuntimeError):
     """A worker process raised. `rank`, `kind` (its exception type's name), `message`,
-    `worker_traceback`; `errors` holds every failed rank's (kind, message)."""
+    `worker_traceback`; `logged`: the traceback as the worker's sys.excepthook writes it (torch's,
+    after init_process_group: each line prefixed `[rank<r>]: `); `errors` holds every failed
+    rank's (kind, message)."""
 
-    def __init__(self, rank: int, world_size: int, kind: str, message: str, worker_traceback: str, errors: dict):
+    def __init__(self, rank: int, world_size: int, kind: str, message: str, worker_traceback: str, errors: dict,
+                 logged: str = ""):
         super().__init__(f"rank {rank} of {world_size} raised {kind}: {message}")
         self.rank, self.kind, self.message = rank, kind, message
-        self.worker_traceback, self.errors = worker_traceback, errors
+        self.worker_traceback, self.errors, self.logged = worker_traceback, errors, logged
 
 
 class WorkerTimeout(TimeoutError):
@@ -72,6 +78,19 @@ def _to_log(path) -> None:
     os.close(fd)
 
 
+def _as_logged(err: BaseException) -> str:
+    """What this process's sys.excepthook would write for `err`, had it gone uncaught (torch's
+    hook, installed by init_process_group, prefixes every line with `[rank<r>]: `)."""
+    saved, sys.stderr = sys.stderr, io.StringIO()
+    try:
+        sys.excepthook(type(err), err, err.__traceback__)
+        return sys.stderr.getvalue()
+    except Exception:
+        return ""
+    finally:
+        sys.stderr = saved
+
+
 def _worker(rank, world_size, port, fn, kwargs, results, timeout, log_path):
     _to_log(log_path)
     threading.Thread(target=_leave_with_parent, args=(os.getppid(),), daemon=True).start()
@@ -86,7 +105,7 @@ def _worker(rank, world_size, port, fn, kwargs, results, timeout, log_path):
         report = (rank, "ok", buffer.getvalue())
     except BaseException as err:
         # when it happened: the parent names the first failure, not its echo on the other ranks
-        report = (rank, "error", (type(err).__name__, str(err), traceback.format_exc(), time.time()))
+        report = (rank, "error", (type(err).__name__, str(err), traceback.format_exc(), time.time(), _as_logged(err)))
     results.put(report)                # before leaving the group: leaving makes the peers fail
     if dist.is_initialized():
         dist.destroy_process_group()
@@ -117,7 +136,8 @@ def _stop(procs) -> None:
 
 
 def _collect(procs, results, timeout):
-    """{rank: ("ok", bytes) | ("error", (kind, message, traceback))}, waiting at most `timeout` seconds."""
+    """{rank: ("ok", bytes) | ("error", (kind, message, traceback, time, logged))}, waiting at most
+    `timeout` seconds."""
     reports, deadline = {}, time.monotonic() + timeout
     while len(reports) < len(procs):
         now = time.monotonic()
@@ -135,7 +155,7 @@ def _collect(procs, results, timeout):
             for rank, p in enumerate(procs):
                 if rank not in reports and p.exitcode is not None and results.empty():
                     reports[rank] = ("error", ("ProcessExit", f"exited with code {p.exitcode} without a report",
-                                                "", time.time()))
+                                                "", time.time(), ""))
     return reports
 
 
@@ -174,9 +194,9 @@ def run(fn, world_size: int = 2, timeout: float = 60.0, **kwargs) -> list:
         # when several ranks raised that same error, name the lowest of them, so a re-run says the same
         first = _gist(min(errors.values(), key=lambda payload: payload[3]))
         rank = min(r for r, payload in errors.items() if _gist(payload) == first)
-        kind, message, worker_tb, _ = errors[rank]
+        kind, message, worker_tb, _, logged = errors[rank]
         err = WorkerError(rank, world_size, kind, message, worker_tb,
-                          {r: (k, m) for r, (k, m, _, _) in errors.items()})
+                          {r: payload[:2] for r, payload in errors.items()}, logged)
         err.add_note(f"worker traceback (rank {rank}):\n{worker_tb}")
         raise err
     return [torch.load(io.BytesIO(reports[rank][1]), weights_only=True) for rank in range(world_size)]

@@ -35,6 +35,10 @@ def test_a_worker_error_is_raised_in_the_parent_with_its_rank():
     assert (err.rank, err.kind, err.message) == (1, "ValueError", "no data for rank 1")
     assert str(err).startswith("rank 1 of 2 raised ValueError: no data for rank 1")
     assert "fails_on" in err.worker_traceback
+    # what a real job's log shows: torch's excepthook (set by init_process_group) prefixes each line
+    lines = [line for line in err.logged.splitlines() if line]
+    assert lines[0] == "[rank1]: Traceback (most recent call last):" and lines[-1] == "[rank1]: ValueError: no data for rank 1"
+    assert all(line.startswith("[rank1]: ") for line in lines)
     # rank 0 was stuck in all_reduce: it errored too (peer gone) or was terminated; not the 60 s limit
     assert time.monotonic() - start < 30
     no_worker_left()
