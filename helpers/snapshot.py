@@ -104,6 +104,10 @@ class SavedKind(StrEnum):
                                # reference, it outlives backward (the leaf holds it)
     INPUT = "input"            # made outside the graph, no grad (data, an index, a constant): saved
                                # by reference, it outlives backward while anything else holds it
+    FUNCTION = "function"      # kept in an autograd.Function's ctx.saved_tensors (a compiled graph, a
+                               # reentrant checkpoint, a custom Function), no grad_fn, no name holds it:
+                               # made inside its forward (an intermediate, which backward frees) or
+                               # data given to it; the graph does not say which
 
 
 BY_REFERENCE = frozenset({SavedKind.LEAF, SavedKind.INPUT})
@@ -146,6 +150,12 @@ class MemoryTotals:
         return self.held.get(SavedKind.INPUT, 0)
 
     @property
+    def in_function(self) -> int:
+        """Held bytes an autograd.Function keeps that may be its own intermediates or data given
+        to it (SavedKind.FUNCTION): backward frees them unless something else holds them."""
+        return self.held.get(SavedKind.FUNCTION, 0)
+
+    @property
     def by_reference(self) -> int:
         """Held bytes of leaves and inputs saved by reference (not made by the graph)."""
         return self.leaves + self.inputs
@@ -161,6 +171,9 @@ class MemoryTotals:
         if self.inputs:
             parts.append(f"{fmt_bytes(self.inputs)} of inputs made outside the graph (freed too, "
                          "unless something else holds them)")
+        if self.in_function:
+            parts.append(f"{fmt_bytes(self.in_function)} kept by an autograd.Function, made inside it or given "
+                         "to it (not told apart; freed too, unless something else holds them)")
         if self.held.get("unknown"):
             parts.append(f"{fmt_bytes(self.held['unknown'])} of unknown origin")
         return f"held {fmt_total(total, self.held_unknown)}: " + ", ".join(parts)
@@ -170,8 +183,9 @@ class MemoryTotals:
         elsewhere)': one line for a box that stands for several ops (a module call, a folded run);
         a freed size no walk saw is never 0 B."""
         out = f"{fmt_total(sum(self.held.values()), self.held_unknown)} held"
-        if self.by_reference:
-            out += f" ({fmt_bytes(self.activations)} activations)"
+        if self.by_reference or self.in_function:
+            inside = f", {fmt_bytes(self.in_function)} kept by an autograd.Function" if self.in_function else ""
+            out += f" ({fmt_bytes(self.activations)} activations{inside})"
         if self.freed:
             out += f", {fmt_total(self.freed, self.freed_unknown)} freed"
             if self.freed_kept:      # the graph let go, but a leaf or a variable still holds it

@@ -131,21 +131,27 @@ def _tensor_saved(slot, t, storages, node="") -> Saved:
         alias, view = (same[0], False) if same else (named[0][0], True)
     # a tensor on device 'meta' has a shape and no data: it holds no memory
     nbytes = 0 if t.is_meta else t.numel() * t.element_size()
-    kind = _saved_kind(slot, t)
+    kind = _saved_kind(slot, t, named=bool(named))
     return Saved(slot=slot, is_tensor=True, state=SavedState.HELD, shape=tuple(t.shape),
                  dtype=dtype_name(t.dtype), nbytes=nbytes,
                  alias=alias, alias_view=view, storage=_storage_key(t), kind=kind)
 
 
-def _saved_kind(slot: str, t: torch.Tensor) -> SavedKind:
+def _saved_kind(slot: str, t: torch.Tensor, named: bool = False) -> SavedKind:
     """Whose memory a saved tensor is: a leaf that requires grad (a parameter) or a view of one;
     made by the graph (it has a grad_fn, or it is an op's own output: 'result', 'result1', ...,
-    such as max_pool's indices); else an input made outside the graph (data, a constant)."""
+    such as max_pool's indices); else an input made outside the graph (data, a constant). An
+    autograd.Function's ctx.saved_tensors (`saved_tensors[i]`) is the exception: its forward runs
+    without grad, so what it made (a compiled graph's Tanh output) has no grad_fn either, like data
+    given to it. Such a tensor is an input only when a name holds its memory (`named`); else it is
+    SavedKind.FUNCTION: either, not told apart."""
     base = t._base if t._base is not None else t
     if base.is_leaf and base.requires_grad:
         return SavedKind.LEAF
     if t.grad_fn is not None or base.grad_fn is not None or slot.startswith("result"):
         return SavedKind.ACTIVATION
+    if slot.startswith("saved_tensors") and not named:
+        return SavedKind.FUNCTION
     return SavedKind.INPUT
 
 

@@ -413,3 +413,47 @@ def test_is_this_a_leaf_has_one_home():
              for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
              if '"AccumulateGrad"' in line or "'AccumulateGrad'" in line]
     assert len(tests) == 1 and tests[0].startswith("walk.py:"), tests
+
+
+# ---------------------------------------------------------------- whose memory: autograd.Function
+def _kinds(snap, op_name):
+    return {s.slot: s.kind for op in snap.ops.values() if op.name == op_name for s in op.saved}
+
+
+def test_a_functions_own_intermediate_is_not_called_an_input_made_outside_the_graph():
+    """An autograd.Function's forward runs without grad: what it made and kept in ctx.saved_tensors
+    (a compiled graph's Tanh output) has no grad_fn, like data given to it. Notebook 12's text form
+    said "56 B of inputs made outside the graph" for x (24 B) and that Tanh output (32 B). Now an
+    input only when a name holds its memory; else "kept by an autograd.Function", not told apart."""
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Tanh(), torch.nn.Linear(4, 1))
+    xs = torch.randn(2, 3)
+    loss = torch.compile(model, backend="aot_eager")(xs).pow(2).mean()
+    params = {f"model.{k}": p for k, p in model.named_parameters()}
+    snap = snapshot(loss, names={"x": xs, **params})
+    assert _kinds(snap, "CompiledFunctionBackward") == {
+        "saved_tensors[0]": "input", "saved_tensors[1]": "leaf", "saved_tensors[2]": "function"}
+    m = snap.memory()
+    assert (m.activations, m.leaves, m.inputs, m.in_function) == (8, 16, 24, 32)
+    assert "24 B of inputs made outside the graph" in m.words()
+    assert "32 B kept by an autograd.Function, made inside it or given to it (not told apart" in m.words()
+    unnamed = snapshot(loss, names=params).memory()            # x not named: not told apart either
+    assert (unnamed.inputs, unnamed.in_function) == (0, 56) and "made outside" not in unnamed.words()
+
+    class Scaled(torch.autograd.Function):                     # a custom Function keeps a temporary
+        @staticmethod
+        def forward(ctx, a):
+            tmp = a.exp()
+            ctx.save_for_backward(tmp)
+            return tmp * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            tmp, = ctx.saved_tensors
+            return g * 2 * tmp
+
+    w = torch.ones(3, requires_grad=True)
+    assert _kinds(snapshot(Scaled.apply(w * 1).sum()), "ScaledBackward") == {"saved_tensors[0]": "function"}
+    data = torch.ones(3)                                       # an ordinary op's unnamed data: an input
+    assert _kinds(snapshot((w * data).sum()), "MulBackward0")["other"] == "input"
