@@ -87,12 +87,21 @@ def _split_level2(source: str) -> list:
     return pieces
 
 
+# a sentence ends at . ! or ? (and any closing quote, emphasis or bracket), before a space and the
+# start of the next sentence (a capital, a backtick, a quote, a bracket, $): "e.g. x", "x.grad",
+# "0.5", "etc." and a colon end none
+SENTENCE_END = re.compile(r"(?<!e\.g)(?<!i\.e)(?<!etc)(?<!vs)[.!?][*_\"'”’)\]]*(?=\s+[A-Z`*_\"'“‘(\[$]|$)")
+
+
 def first_sentence(markdown: str) -> str:
+    """The first whole sentence of a section's first paragraph (the plan's fallback when
+    lesson_plans.toml has no `say` for the section): never cut at a colon or at a length; a
+    paragraph with no sentence end is returned whole."""
     body = "\n".join(ln for ln in markdown.splitlines() if not lengths.HEADING.match(ln)).strip()
     para = re.split(r"\n\s*\n", body)[0] if body else ""
     para = " ".join(para.split())
-    m = re.match(r"(.+?[.:!?])(\s|$)", para)
-    return (m.group(1) if m else para)[:300]
+    m = SENTENCE_END.search(para)
+    return para[:m.end()] if m else para
 
 
 def error_of(cell):
@@ -111,6 +120,7 @@ def sections(nb) -> list:
     exercises, the summary and further reading are not among them."""
     sk = skeleton.classify(nb)
     out, current = [], None
+    numbered = ""             # the last numbered heading of the current section read so far ("1.2")
     for i, cell in enumerate(nb.cells):
         if not sk.core(i) or sk.kind[i] == "title":
             continue
@@ -122,17 +132,21 @@ def sections(nb) -> list:
                     Section(section_key(h[1]), h[1], [], [], first_sentence(piece))
                 if current:
                     out.append(current)
+                    numbered = current.key
             if current is None:
                 continue
             if piece is not None:
                 current.cells.append(nbformat.v4.new_markdown_cell(piece))
+                for _, _, text in lengths.headings(piece.splitlines()):
+                    if re.fullmatch(r"\d+(?:\.\d+)*", section_key(text)):
+                        numbered = section_key(text)
                 continue
             current.cells.append(cell)
             if cell.cell_type == "code" and not lengths.is_hidden(cell):
                 sub = skeleton.last_heading(nb.cells[sk.section[i]])
                 sub_key = section_key(sub[1]) if sub else current.key
-                if not re.fullmatch(r"\d+(?:\.\d+)*", sub_key):    # an unnumbered "####" heading inside
-                    sub_key = current.key                            # the section: the section's own number
+                if not re.fullmatch(r"\d+(?:\.\d+)*", sub_key):    # an unnumbered "####" heading inside the
+                    sub_key = numbered                               # section: the numbered one it sits under
                 err = error_of(cell)
                 if err is not None:
                     current.live.append(("error", (sub_key, err)))
@@ -233,7 +247,7 @@ def plan_rows(path, data: dict, nb=None) -> tuple:
     add(questions, "Questions students ask",
         "Take the class's questions; if none come, ask these: " + " ".join(f"*{x['q']}*" for x in asked[:2]),
         key="questions")
-    wrap = "Read the summary aloud; give the homework."
+    wrap = (say["Summary"] + " " if say.get("Summary") else "") + "Read the summary aloud; give the homework."
     see = data.get("see_also")
     if see:
         wrap += f" Then point to {see_also_link(see)}: {see['why']}."

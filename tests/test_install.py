@@ -4,12 +4,15 @@ write into the checkout they run in."""
 import ast
 import os
 import re
+import shutil
 import subprocess
 import sys
+import sysconfig
 import textwrap
 import tomllib
 
 import nbformat
+import pytest
 
 from scripts import ROOT, course_cells, notebooks
 
@@ -112,15 +115,36 @@ def test_a_raises_cell_raises_for_real_shows_the_error_and_run_all_goes_on():
 
 
 def test_scripts_write_into_the_checkout_they_run_in(tmp_path):
-    """Two checkouts, one environment: with scripts/_venv.sh's PYTHONPATH, `scripts` (and so
-    scripts.BUILD, where every script writes) is the running checkout's, whichever checkout the
-    environment's editable install points to."""
-    other = tmp_path / "second-clone"
-    (other / "scripts").mkdir(parents=True)
-    (other / "scripts" / "__init__.py").write_text((ROOT / "scripts" / "__init__.py").read_text())
-    venv_sh = (ROOT / "scripts" / "_venv.sh").read_text()
-    assert 'export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"' in venv_sh
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    done = subprocess.run([sys.executable, "-c", "import scripts; print(scripts.BUILD)"], capture_output=True,
-                          text=True, timeout=60, cwd=other / "scripts", env={**env, "PYTHONPATH": str(other)})
-    assert done.stdout.strip() == str(other / "build"), done.stderr
+    """Two clones, one environment whose editable install of `helpers` and `scripts` points at
+    clone 1: clone 2's real `bash scripts/student` (through scripts/_venv.sh) writes its output
+    into clone 2, and nothing appears in clone 1."""
+    if not (ROOT / ".git").exists() or shutil.which("git") is None:
+        pytest.skip("needs a git checkout to clone")
+    one, two = tmp_path / "clone1", tmp_path / "clone2"
+    for clone in (one, two):
+        subprocess.run(["git", "clone", "--quiet", "--shared", str(ROOT), str(clone)], check=True, timeout=60)
+    # the shared environment: a fresh venv that sees this venv's packages (torch, nbformat, pip, ...)
+    # and whose editable install is clone 1 (a path entry, as a legacy `pip install -e clone1` writes)
+    venv = tmp_path / "venv"
+    subprocess.run([sys._base_executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=60)
+    site = venv / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}" / "site-packages"
+    (site / "shared.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    (site / "editable-clone1.pth").write_text(f"{one}\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+
+    def files(clone):
+        return sorted(str(f.relative_to(clone)) for f in clone.rglob("*") if ".git" not in f.relative_to(clone).parts)
+
+    where = subprocess.run([str(venv / "bin" / "python"), "-c", "import scripts; print(scripts.BUILD)"],
+                           capture_output=True, text=True, timeout=60, cwd=two / "scripts", env=env)
+    assert where.stdout.strip() == str(one / "build"), where.stderr      # without _venv.sh: clone 1's
+    nothing = tmp_path / "nothing.txt"          # _venv.sh installs this file, and only it: nothing to install
+    nothing.write_text("")
+    first, before = notebooks()[0].name, files(one)
+    done = subprocess.run(["bash", str(two / "scripts" / "student"), first], capture_output=True, text=True,
+                          timeout=120, cwd=tmp_path,
+                          env={**env, "BACKWARD_TWICE_VENV": str(venv), "BACKWARD_TWICE_REQUIREMENTS": str(nothing)})
+    assert done.returncode == 0, done.stdout[-1000:] + done.stderr[-2000:]
+    assert (two / "build" / "student" / first).is_file(), done.stdout
+    assert files(one) == before and not (one / "build").exists(), sorted(set(files(one)) - set(before))

@@ -41,6 +41,35 @@ def test_every_notebook_has_a_plan_that_fits_its_notebook(n):
 
 
 @pytest.mark.parametrize("n", sorted(NOTEBOOKS))
+def test_every_section_has_talking_points_and_every_live_error_a_why(n):
+    """Each core section (and the Summary) has its own `say`, so no row falls back to the
+    notebook's first sentence; each live error's predict question has a why in its answer."""
+    nb = nbformat.read(NOTEBOOKS[n], as_version=4)
+    say = PLANS[n].get("say", {})
+    missing = [s.key for s in tg.sections(nb) if not say.get(s.key, "").strip()]
+    assert not missing, f"notebook {n}: no `say` in scripts/lesson_plans.toml for section(s) {missing}"
+    assert say.get("Summary", "").strip(), f"notebook {n}: no `say` for the Summary"
+    rows, _ = tg.plan_rows(NOTEBOOKS[n], PLANS[n])
+    assert not [r.what for r in rows if "(from the notebook)" in r.say]
+    errors = [detail for s in tg.sections(nb) for kind, detail in s.live if kind == "error"]
+    no_why = [sub for sub, err in errors if " Why: " not in tg.predict_text(PLANS[n], sub, err)[1]]
+    assert not no_why, f"notebook {n}: no `predict` why in scripts/lesson_plans.toml for section(s) {no_why}"
+
+
+def test_the_fallback_is_a_whole_sentence():
+    """Without a `say`, a row shows the section's first sentence, whole: never cut at a colon,
+    an abbreviation, a dotted name or a length."""
+    md = ("## 1. Title\n\nThe article *What is retain_graph in PyTorch: Explanation and Usage* shows it, "
+          "e.g. with `x.grad` at 0.5, word for word. Before running it, decide.\n\nNext paragraph.")
+    assert tg.first_sentence(md) == ("The article *What is retain_graph in PyTorch: Explanation and Usage* "
+                                     "shows it, e.g. with `x.grad` at 0.5, word for word.")
+    long = "It asks this of Theano: " + "is it *\"intelligent enough\"* " * 20 + "to avoid it? We cannot run it."
+    assert tg.first_sentence(long) == long.removesuffix(" We cannot run it.")
+    assert tg.first_sentence("Two micro-batches of 4, no scaling:") == "Two micro-batches of 4, no scaling:"
+    assert tg.first_sentence('He said *"it works."* Then it failed.') == 'He said *"it works."*'
+
+
+@pytest.mark.parametrize("n", sorted(NOTEBOOKS))
 def test_every_plan_fills_the_period_minute_by_minute(n):
     rows, _ = tg.plan_rows(NOTEBOOKS[n], PLANS[n])
     assert rows[0].start == 0 and all(a.start + a.minutes == b.start for a, b in zip(rows, rows[1:]))
