@@ -34,7 +34,7 @@ import torch
 from . import render
 from .picture.figure import Picture
 from .picture.layout import reads_at, shown_px, smallest_text_px
-from .picture.palette import CALL_FILL
+from .picture.palette import CALL_FILL, DETAILS
 from .picture.scene import Cell, Span, Table
 from .picture.text_form import describe
 from .snapshot import GraphInputError, Role, SavedState, Snapshot, fmt_bytes, fmt_shape
@@ -517,10 +517,10 @@ def overview_dot(full: Snapshot, groups: dict, drawn: Collapsed, param_names: di
     extra = tuple((colour, words) for state, colour, words in (
         (SavedState.HELD, render.HELD, "saved tensor held in memory"),
         (SavedState.FREED, render.FREED, "saved tensor FREED by backward"),
-        (SavedState.RECOMPUTED, render.VALUE, "saved tensor recomputed in backward (checkpoint): not held"))
+        (SavedState.RECOMPUTED, render.VALUE, DETAILS["recomputed"]))     # grey: one 'details' entry
         if state in states and state not in {s.state for _, s in small.saved_tensors()})
     if full.shared_buffers() and not small.shared_buffers():
-        extra += ((render.VALUE, "shared: one buffer, several slots (counted once)"),)
+        extra += ((render.VALUE, DETAILS["shared"]),)
     # an opened call's parameters sit below the boxes that feed it, not beside them at the top
     feeding = {a for a, b in box_edges if a in boxes and b not in boxes and b in small.ops}
     params = [t.id for t in small.tensors.values() if t.id in grouping.params]

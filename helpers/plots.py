@@ -2,6 +2,9 @@
 
 Figures are returned, not shown: end a cell with the figure (or `fig`) to display it.
 Their text form (`<Figure size ...>`) is stable, so nbval compares it; the PNG is not compared.
+Colours are the charts' own, registered in helpers.picture.palette (SERIES: blue, orange, black,
+brown, indigo, in that order), none of them a colour of the graph pictures: matplotlib's default
+cycle is never used.
 """
 from __future__ import annotations
 
@@ -10,8 +13,28 @@ import re
 import matplotlib.pyplot as plt
 from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, MaxNLocator, NullFormatter
 
+from .picture.palette import MEANINGS, SERIES
+
 MAX_PANELS = 4       # panels described one by one in a figure's alt text; the rest are counted
 KIB = 1024           # bytes in the unit every chart and every printed size uses (helpers.snapshot.fmt_bytes)
+
+
+def series_colours(n: int) -> list[str]:
+    """The colours of a chart's first `n` series, in order (palette.SERIES). A chart has at most
+    len(SERIES) series: more would need a colour twice, and two series would read as one."""
+    if n > len(SERIES):
+        raise ValueError(f"a chart shows at most {len(SERIES)} series (one colour each), not {n}")
+    return list(SERIES[:n])
+
+
+def _bar_colour(c) -> str:
+    """A bar's colour: the number of a series (0 = SERIES[0]) or a registered chart colour."""
+    if isinstance(c, int):
+        return series_colours(c + 1)[c]
+    if c not in SERIES:
+        raise ValueError(f"{c!r} is not a chart colour: use a series number 0-{len(SERIES) - 1} "
+                         f"({', '.join(f'{k}: {MEANINGS[s]}' for k, s in enumerate(SERIES))})")
+    return c
 
 
 def figure_alt(fig) -> str:
@@ -99,10 +122,12 @@ def _readable_ticks(ax, xs, logx: bool, logy: bool) -> None:
 
 
 def bars(values: dict[str, float], title: str, ylabel: str, fmt: str = "{:,.0f}", colors=None):
-    """A bar chart of {label: number}, each bar labelled with its value."""
+    """A bar chart of {label: number}, each bar labelled with its value. colors: one per bar, a
+    series number (0 = blue, 1 = orange, ...: bars with one number belong together) or a chart
+    colour of palette.SERIES; by default every bar is series 0."""
     fig, ax = plt.subplots(figsize=(6.4, 3.2), dpi=100)
     labels, heights = list(values), [float(v) for v in values.values()]
-    rects = ax.bar(labels, heights, color=colors or "#4a90d9")
+    rects = ax.bar(labels, heights, color=[_bar_colour(c) for c in (colors or [0] * len(labels))])
     for r, h in zip(rects, heights):
         ax.annotate(fmt.format(h), (r.get_x() + r.get_width() / 2, h), ha="center", va="bottom",
                     fontsize=9, xytext=(0, 2), textcoords="offset points")
@@ -115,8 +140,8 @@ def bars(values: dict[str, float], title: str, ylabel: str, fmt: str = "{:,.0f}"
 def lines(xs, series: dict[str, list[float]], title: str, xlabel: str, ylabel: str, logx=False, logy=False):
     """One line per {name: [y values]} over the shared `xs`."""
     fig, ax = plt.subplots(figsize=(6.4, 3.6), dpi=100)
-    for name, ys in series.items():
-        ax.plot(xs, ys, marker="o", markersize=3, label=name)
+    for (name, ys), colour in zip(series.items(), series_colours(len(series))):
+        ax.plot(xs, ys, marker="o", markersize=3, label=name, color=colour)
     if logx:
         ax.set_xscale("log")
     if logy:
@@ -140,8 +165,7 @@ def line_panels(xs, panels: dict[str, tuple[str, dict[str, list[float]]]], title
     fig, axes = plt.subplots(1, len(panels), figsize=(4.3 * len(panels), 3.4), dpi=100, squeeze=False)
     xs = list(xs)
     names_in_order = list(dict.fromkeys(name for _, series in panels.values() for name in series))
-    palette = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    color = {name: palette[i % len(palette)] for i, name in enumerate(names_in_order)}
+    color = dict(zip(names_in_order, series_colours(len(names_in_order))))
     ticks = [t for t in MaxNLocator(nbins=5, integer=True, steps=[1, 2, 5, 10]).tick_values(xs[0], xs[-1])
              if xs[0] <= t <= xs[-1]]                      # whole numbers, within the data
     if len(ticks) > 1 and ticks[0] - xs[0] >= 0.6 * (ticks[1] - ticks[0]):
@@ -179,8 +203,8 @@ def timeline(series: dict[str, list[float]], title: str, marks: dict[str, list[t
     top = max(max(ys) for ys in series.values()) / KIB
     longest = max(len(ys) for ys in series.values())
     room = 0
-    for name, ys in series.items():
-        line, = ax.step(range(len(ys)), [y / KIB for y in ys], where="post", label=name, linewidth=2)
+    for (name, ys), colour in zip(series.items(), series_colours(len(series))):
+        line, = ax.step(range(len(ys)), [y / KIB for y in ys], where="post", label=name, linewidth=2, color=colour)
         for step, text, *where in (marks or {}).get(name, []):
             right = where == ["right"]
             room = max(room, len(text) * 0.55 if right else 0)   # x units a label of 8pt needs, roughly

@@ -276,7 +276,7 @@ def test_parts_called_one_by_one_are_one_box_each():
     assert list(boxes) == ["trunk", "cat", "car"]
     assert boxes["trunk"].startswith("0 B held, ") and boxes["car"].startswith("0 B held, ")
     assert "freed" not in boxes["cat"]
-    assert "shared: one buffer, several slots" in pic.dot       # the boxes mark shared slots: explained
+    assert "grey text: details - shared buffer (counted once)" in pic.dot    # the boxes mark shared slots: explained
 
 
 class MultiHead(nn.Module):

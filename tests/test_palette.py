@@ -26,7 +26,7 @@ def test_the_palette_refuses_a_colour_with_two_meanings():
 
 def test_every_colour_in_the_picture_code_is_registered():
     for p in [*HELPERS.glob("picture/*.py"), HELPERS / "modules.py", HELPERS / "diagnosis_picture.py",
-              HELPERS / "stepper.py", HELPERS / "graph.py", HELPERS / "render.py"]:
+              HELPERS / "stepper.py", HELPERS / "graph.py", HELPERS / "render.py", HELPERS / "plots.py"]:
         if p.name == "palette.py":
             continue
         stray = set(COLOUR.findall(p.read_text())) - set(palette.MEANINGS)
@@ -41,6 +41,29 @@ def _legends(dot: str):
         if colour:
             out.setdefault(colour, set()).add(words)
     return out
+
+
+# what a legend must say next to each colour: the registered meaning, in any tool's words
+SAYS = {palette.RAN: "ran", palette.HIGHLIGHT: "running", palette.CHANGED: "changed", palette.STOP: "stopped",
+        palette.FREED: "FREED", palette.HELD: "held", palette.MODIFIED: "modified", palette.LEAF: "leaf",
+        palette.VALUE: "grey text: details", **{c: "step" for c in palette.STEP_FILLS[1:]},
+        palette.STEP_FILLS[0]: "made"}
+
+
+def _check_legend(dot: str) -> set:
+    """The filled swatches of a picture's legend, each checked: a registered colour, explained in
+    the words of its one meaning, and no two entries with the same swatch (colour, frame, style)
+    saying two things. Returns the colours used."""
+    swatches = re.findall(r'<TD WIDTH="\d+" HEIGHT="\d+"( BGCOLOR="#\w+"[^>]*)></TD>'
+                          r'<TD ALIGN="LEFT"><FONT POINT-SIZE="10">([^<]*)</FONT>', dot)
+    seen = {}
+    for attrs, words in swatches:
+        assert seen.setdefault(attrs, words) == words, f"one swatch,{attrs}, two entries: {seen[attrs]!r}, {words!r}"
+    for colour, words in _legends(dot).items():
+        assert colour in palette.MEANINGS, (colour, words)
+        for w in words:
+            assert SAYS.get(colour, "") in w, f"{colour} ({palette.MEANINGS[colour]}) explained as {w!r}"
+    return set(_legends(dot))
 
 
 def test_one_colour_one_meaning_across_every_tool():
@@ -69,24 +92,66 @@ def test_one_colour_one_meaning_across_every_tool():
         loss.backward()
     except RuntimeError as err:
         dots.append(why_backward_failed(err, names={"w": w2, "h": h, "loss": loss}).picture.dot)
-    # what a legend must say next to each colour: the registered meaning, in any tool's words
-    says = {palette.RAN: "ran", palette.HIGHLIGHT: "running", palette.CHANGED: "changed", palette.STOP: "stopped",
-            palette.FREED: "FREED", palette.HELD: "held", palette.MODIFIED: "modified", palette.LEAF: "leaf",
-            **{c: "step" for c in palette.STEP_FILLS[1:]}, palette.STEP_FILLS[0]: "made"}
+    # grey details: a shared buffer (exp's result, saved twice) and tensors a checkpoint recomputes
+    from torch.utils.checkpoint import checkpoint
+    a = torch.tensor([1.0, 2.0], requires_grad=True)
+    e = a.exp()
+    both = (checkpoint(lambda t: (t * 2).tanh(), a, use_reentrant=False) + e * e).sum()
+    dots.append(draw(both, names={"a": a}).dot)
     used = set()
     for dot in dots:
-        for colour, words in _legends(dot).items():
-            assert colour in palette.MEANINGS, (colour, words)
-            used.add(colour)
-            for w in words:
-                assert says.get(colour, "") in w, f"{colour} ({palette.MEANINGS[colour]}) explained as {w!r}"
-    assert {palette.RAN, palette.HIGHLIGHT, palette.CHANGED, palette.STOP} <= used
+        used |= _check_legend(dot)
+    assert {palette.RAN, palette.HIGHLIGHT, palette.CHANGED, palette.STOP, palette.VALUE} <= used
+    grey = [w for w in _legends(dots[-1])[palette.VALUE]]      # both details, in one entry
+    assert grey == ["grey text: details - recomputed in backward (not held), shared buffer (counted once)"]
+
+
+def test_a_legend_that_gives_grey_another_meaning_fails():
+    """The old legend said 'recomputed ...' and 'shared buffer ...' beside one grey swatch: two
+    meanings. The check refuses it, and palette.entries merges every grey detail into one entry."""
+    from helpers.picture.dot_writer import legend_html
+
+    two = legend_html([(palette.swatch(palette.VALUE), "recomputed in backward (checkpoint), not held"),
+                       (palette.swatch(palette.VALUE), "shared buffer: counted once")])
+    with pytest.raises(AssertionError, match="two entries"):
+        _check_legend(two)
+    with pytest.raises(AssertionError, match="explained as"):
+        _check_legend(legend_html([(palette.swatch(palette.VALUE), "settings")]))
+    merged = palette.entries(["leaf", "recomputed", "held", "shared"], extra=((palette.VALUE, "a note"),))
+    assert [w for _, w in merged] == [
+        "leaf tensor, with its .grad",
+        "grey text: details - recomputed in backward (not held), shared buffer (counted once), a note",
+        "saved tensor held in memory"]
+    _check_legend(legend_html(merged))
+
+
+def test_charts_use_their_own_registered_colours():
+    """helpers.plots draws every series in a registered chart colour (palette.SERIES), none of
+    them a colour of the graph pictures, and never matplotlib's default cycle."""
+    from matplotlib.colors import to_hex
+
+    from helpers.plots import bars, line_panels, lines, timeline
+
+    assert all(palette.MEANINGS[c].startswith("a chart's series") for c in palette.SERIES)
+    graph_colours = set(palette.MEANINGS) - set(palette.SERIES)
+    assert not set(palette.SERIES) & graph_colours and len(set(palette.SERIES)) == len(palette.SERIES)
+    five = {n: [i, i + 1] for i, n in enumerate("ABCDE")}
+    figs = [lines([1, 2], five, "t", "x", "y"), timeline({"a": [3, 1], "b": [3, 2]}, "t"),
+            line_panels([1, 2], {"p": ("y", five)}, "t", "x"), bars({"a": 1, "b": 2, "c": 3}, "t", "y", colors=[2, 0, 0])]
+    drawn = [[to_hex(line.get_color()) for ax in f.axes for line in ax.lines] for f in figs[:3]]
+    assert drawn == [list(palette.SERIES), list(palette.SERIES[:2]), list(palette.SERIES)]
+    assert [to_hex(b.get_facecolor()) for b in figs[3].axes[0].patches] == [palette.SERIES[2], *palette.SERIES[:1] * 2]
+    with pytest.raises(ValueError, match="is not a chart colour"):
+        bars({"a": 1}, "t", "y", colors=["#4a90d9"])
+    with pytest.raises(ValueError, match="at most 5 series"):
+        lines([1], {n: [1] for n in "ABCDEF"}, "t", "x", "y")
 
 
 def test_the_legend_shows_the_whole_language():
     text = repr(legend())
     assert "ran #k" in text and "where backward stopped" in text and "made by training step k" in text
     assert len(text.splitlines()) == len(palette.MEANINGS) - 2       # edges and the pair's frame left out
+    assert "a chart's series k (line or bar): the 2nd (orange)" in text                # the charts' colours too
 
 
 def _saved(**kw):

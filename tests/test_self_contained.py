@@ -5,6 +5,9 @@
   sees where every name they read comes from.
 - No exercise sends the learner into a Going deeper section: its text does not name or link
   one, and its cells use no name that only a Going deeper section binds (the check above).
+- An exercise's check cell (hidden) computes its answer from core-path code only: it uses no name
+  that only a Going deeper section binds, so the check works with every Going deeper section unread
+  (folded sections are the ones a reader, or a course that cuts them, skips).
 Where cells are folded is scripts/lengths.py's rule (`sections`), read through scripts/skeleton.py.
 """
 import ast
@@ -77,6 +80,25 @@ def exercises_pointing_into_going_deeper(nb) -> list[str]:
     return found
 
 
+def check_cells_using_going_deeper(nb) -> list[tuple[int, list[str]]]:
+    """[(cell index, names)] of the core-path cells that call check(...) and read names that only a
+    Going deeper section binds (a hidden core cell's names count as the core path's)."""
+    sk = skeleton.classify(nb)
+    core, deeper, checks = set(), set(), []
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type != "code" or sk.kind[i] in ("solution", "nav"):
+            continue
+        bound, used = bound_and_used(cell.source)
+        if sk.core(i):
+            core |= bound
+            if list(skeleton.check_calls(cell.source)):
+                checks.append((i, used))
+        else:
+            deeper |= bound
+    only_deeper = deeper - core
+    return [(i, sorted(used & only_deeper)) for i, used in checks if used & only_deeper]
+
+
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
 def test_visible_core_cells_use_no_name_bound_only_in_folded_code(path):
     nb = skeleton.read(path).nb
@@ -90,6 +112,14 @@ def test_visible_core_cells_use_no_name_bound_only_in_folded_code(path):
 def test_no_exercise_needs_a_going_deeper_section(path):
     nb = skeleton.read(path).nb
     assert exercises_pointing_into_going_deeper(nb) == []
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_exercise_checks_use_no_name_bound_only_in_going_deeper(path):
+    nb = skeleton.read(path).nb
+    bad = check_cells_using_going_deeper(nb)
+    assert not bad, (f"{path.name}: exercise checks use names only a Going deeper section binds: "
+                     + "; ".join(f"cell {i}: {', '.join(n)}" for i, n in bad) + ". Compute the answer in the check cell.")
 
 
 def _hidden(source):
@@ -116,4 +146,20 @@ def test_the_rule_on_a_small_notebook():
         new_code_cell("check('1.1', deep, deep)"),                  # a solution may use anything
     ])
     assert folded_names_used(nb) == [(2, ["helper"]), (7, ["deep"])]
+    assert check_cells_using_going_deeper(nb) == []                 # the check 1.3 uses no folded name
     assert exercises_pointing_into_going_deeper(nb) == ["1.1: predict", "1.2: predict", "1.3 (its check cell)"]
+
+
+def test_a_check_cell_that_needs_a_going_deeper_function_is_found():
+    """Notebook 10's check 10.3 once called tbptt(3, 6), defined only in a Going deeper section."""
+    nb = new_notebook(cells=[
+        new_markdown_cell("# 10 · T"),
+        new_markdown_cell("## 1. Core"),
+        _hidden("steps = 24"),                                      # hidden core code: the core path's own
+        new_markdown_cell("### Going deeper: measured"),
+        new_code_cell("def tbptt(k1, k2):\n    return k2 / k1"),
+        new_markdown_cell("## 2. Exercises\n\n### Exercise 10.3: predict\nHow many?"),
+        _hidden('check("10.3", answer_10_3, tbptt(3, 6) + steps)'),
+        _hidden('check("10.4", answer_10_4, steps / 3)'),
+    ])
+    assert check_cells_using_going_deeper(nb) == [(6, ["tbptt"])]

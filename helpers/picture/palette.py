@@ -1,8 +1,9 @@
 """The picture's visual language: each colour and mark has one meaning, in every tool (draw,
-watch, compare, the stepper, draw_steps, why_backward). `MEANINGS` registers every colour the
-pictures use with its one meaning; registering a colour twice is an error at import, and
-tests/test_palette.py fails when a picture uses a colour outside it or a legend gives a colour
-another meaning. `legend()` shows the whole language (notebook 00, the cheat sheet)."""
+watch, compare, the stepper, draw_steps, why_backward) and in the charts (helpers.plots).
+`MEANINGS` registers every colour the pictures and charts use with its one meaning; registering
+a colour twice is an error at import, and tests/test_palette.py fails when a picture or a chart
+uses a colour outside it or a legend gives a colour another meaning. `legend()` shows the whole
+language (notebook 00, the cheat sheet)."""
 from __future__ import annotations
 
 import html
@@ -18,7 +19,8 @@ _COLOURS = (
     ("HELD", "#1e6b30", "saved tensor held in memory (green text)"),
     ("FREED", "#c0392b", "saved tensor FREED by backward (red text, struck through)"),
     ("MODIFIED", "#00838f", "saved, then modified in place (teal text)"),
-    ("VALUE", "#666666", "details (grey): settings, a shared buffer, a saved tensor recomputed in backward"),
+    ("VALUE", "#666666", "details (grey text): settings, a shared buffer, a saved tensor recomputed in backward, "
+                         "a .grad not kept"),
     ("HIGHLIGHT", "#ffb703", "the node running in this step (amber fill)"),
     ("RAN", "#6a3d9a", "ran #k: ran in this backward call, k-th (purple frame)"),
     ("CHANGED", "#0b62a4", ".grad changed by this call (blue frame, bold value)"),
@@ -33,6 +35,12 @@ _COLOURS = (
     ("STEP2", "#fff0a8", "made by training step k (fill): step 2, or this step"),
     ("STEP3", "#dcebb0", "made by training step k (fill): step 3"),
     ("STEP4", "#eadbc8", "made by training step k (fill): step 4 and later"),
+    # charts (helpers.plots): the k-th series of a chart, line or bar; none is a colour of the pictures
+    ("SERIES1", "#1a85ff", "a chart's series k (line or bar): the 1st (blue)"),
+    ("SERIES2", "#e66100", "a chart's series k (line or bar): the 2nd (orange)"),
+    ("SERIES3", "#000000", "a chart's series k (line or bar): the 3rd (black)"),
+    ("SERIES4", "#8c510a", "a chart's series k (line or bar): the 4th (brown)"),
+    ("SERIES5", "#4b0092", "a chart's series k (line or bar): the 5th (indigo)"),
 )
 MEANINGS: dict[str, str] = {}
 for _name, _colour, _meaning in _COLOURS:
@@ -43,6 +51,7 @@ for _name, _colour, _meaning in _COLOURS:
  PAIR) = (c for _, c, _ in _COLOURS[:16])
 STEP_FILLS = tuple(c for n, c, _ in _COLOURS if n.startswith("STEP"))
 STEP_WORDS = ("grey", "salmon", "yellow", "lime", "beige")
+SERIES = tuple(c for n, c, _ in _COLOURS if n.startswith("SERIES"))     # a chart's series, in order
 
 
 def family(colour: str) -> str:
@@ -61,8 +70,6 @@ LEGEND = {
     "held": (swatch(HELD), "saved tensor held in memory"),
     "freed": (swatch(FREED), "saved tensor FREED by backward"),
     "modified": (swatch(MODIFIED), "saved, then modified in place"),
-    "recomputed": (swatch(VALUE), "recomputed in backward (checkpoint), not held"),
-    "shared": (swatch(VALUE), "shared buffer: counted once"),
     "running": (swatch(HIGHLIGHT), "the node running in this step"),
     "ran": (swatch(RAN), "ran #k: ran in this backward, k-th"),
     "changed": (swatch(CHANGED), ".grad changed by this call"),
@@ -77,9 +84,31 @@ LEGEND = {
 }
 
 
+# Grey text (VALUE) has one meaning, 'details'. A legend explains it in ONE entry, which names
+# the details this picture shows in grey; no two legend entries share the grey swatch.
+DETAILS = {"recomputed": "recomputed in backward (not held)", "shared": "shared buffer (counted once)"}
+
+
+def details_words(parts) -> str:
+    return "grey text: details - " + ", ".join(dict.fromkeys(parts))
+
+
 def entries(keys, extra=()) -> list:
-    """Legend entries [(swatch Cell, words)] for `keys`, then `extra` ((colour, words), ...)."""
-    return [LEGEND[k] for k in keys] + [(swatch(c), words) for c, words in extra]
+    """Legend entries [(swatch Cell, words)] for `keys` (LEGEND's, or DETAILS'), then `extra`
+    ((colour, words), ...). Every grey detail (keys in DETAILS, extras in VALUE) is merged into
+    one 'grey text: details' entry, where the first of them stood."""
+    out, details, at = [], [], None
+    for colour, words in [(None, k) for k in keys] + list(extra):
+        if colour is None and words not in DETAILS:
+            out.append(LEGEND[words])
+        elif colour is None or colour == VALUE:
+            at = len(out) if at is None else at
+            details.append(DETAILS[words] if colour is None else words)
+        else:
+            out.append((swatch(colour), words))
+    if details:
+        out.insert(at, (swatch(VALUE), details_words(details)))
+    return out
 
 
 class Legend:
