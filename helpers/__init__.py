@@ -29,7 +29,7 @@ _WHERE = {
     "setup": "notebook", "versions": "notebook", "expect_raised": "notebook", "verified_error": "notebook",
     "format_warning": "notebook",
     "check": "exercise", "verdict_table": "factcheck", "Ledger": "factcheck", "QUOTES": "factcheck",
-    "bars": "plots", "lines": "plots", "line_panels": "plots", "timeline": "plots",
+    "bars": "plots", "lines": "plots", "series_colours": "plots", "line_panels": "plots", "timeline": "plots",
     "CatCarNet": "multitask", "make_images": "multitask", "show_images": "multitask", "grads": "multitask",
     "grad_report": "multitask", "accuracy": "multitask",
     # notebook 13: DistributedDataParallel on the CPU (run a function on N processes; the steps they run,
