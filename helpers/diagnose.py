@@ -32,10 +32,11 @@ one `AddBackward0` per step (and its steps share no node); otherwise the previou
 never reachable from this step's, leaves a gap in the creation numbers.
 
 Evidence before advice: a `Diagnosis` is `confident` only when the evidence singles out one
-cause and one fix (a running total; a state rebound each step; two losses of one step where the
-earlier one is still in your namespace; a list that keeps last episode's entries; the in-place
-error with the changed tensor found). Otherwise it says what the graph shows and lists the
-candidate causes (`candidates`), each with its evidence, and what to check.
+cause and one fix (a running total; a list of each step's losses added up; a state rebound each
+step; two losses of one step where the earlier one is still in your namespace; a list that keeps
+last episode's entries; the in-place error with the changed tensor found). Otherwise it says what
+the graph shows and lists the candidate causes (`candidates`), each with its evidence, and what to
+check.
 
 The seam with the picture engine: this module owns the analysis; helpers.diagnosis_picture owns
 the pictures (`stop_picture`, and `StepClock`/`draw_steps`, re-exported here); helpers.names owns
@@ -107,6 +108,11 @@ def _step_start(root_fn, ops: list, graph):
     two share no node: a loss summed over one step's time steps shares their state), then
     the largest gap in creation numbers (the previous step's loss and whatever else it made
     after the carried tensor is not reachable from this step's loss).
+    A step earlier is read from creation order: the inner add must be older than every node of
+    the term added onto it (`total = total + loss`: the total is last step's, the whole loss this
+    step's). sum(losses) makes its adds after the terms, the newest included (((0 + l0) + l1) + l2):
+    its inner add is newer than the term, made in this step, so it is not a running total; nor
+    is a sum whose term holds an older loss (sum(w * l for ...) over a list of losses).
     """
     root_fn = _total_node(root_fn)
     chain = [n for n, _ in root_fn.next_functions if n is not None and n.name() == root_fn.name()
@@ -115,7 +121,8 @@ def _step_start(root_fn, ops: list, graph):
         prev = max(chain, key=seq)
         others = [n for n, _ in root_fn.next_functions if n is not None and n is not prev and not is_leaf_node(n)]
         shared = {fn for fn in graph.under([prev]) & graph.under(others) if not is_leaf_node(fn)}
-        if others and not shared:
+        term = [fn for fn in graph.under(others) if not is_leaf_node(fn)]
+        if others and not shared and seq(prev) < min(seq(fn) for fn in term):
             return seq(prev) + 1, True
     seqs = sorted({seq(f) for f in ops})
     gaps = [(b - a, b) for a, b in zip(seqs, seqs[1:]) if b - a > 1]
@@ -735,6 +742,9 @@ def _explain(root, ns, names_available, max_nodes, clock=None, hint=None, failed
     return d
 
 
+# nodes that combine tensors without computing on each: sum(list)'s adds, torch.stack, torch.cat
+_COMBINE = ("AddBackward", "StackBackward", "CatBackward")
+
 _STATE_WORDS = {"CheckpointFunctionBackward": "inputs (a reentrant checkpoint's ctx.saved_tensors)",
                 "CompiledFunctionBackward": "tensors (the compiled graph's ctx.saved_tensors)"}
 
@@ -955,6 +965,55 @@ class _Evidence:
         holding the most tensors (a replay buffer `memory`, not the `batch` sampled from it)."""
         kept = [_outermost(_container(n)) for n in self.paths_of.get(id(tensor), []) if _container(n) is not None]
         return max(kept, key=lambda c: self.container_size[c], default=None)
+
+    def loss_log(self, used, older):
+        """(the entry made in this step, the names of the nodes that combine the entries) when a
+        container reads as a log of losses, one per step, that this loss adds up
+        (`history.append(loss)`, then `sum(history)` or `torch.stack(history).mean()`): exactly
+        one entry this loss uses was made in this step's
+        part; everything else this step made is what combines the entries (sum(log)'s adds: made in
+        this step, after the newest entry); and every entry goes straight into an add, a stack or a
+        cat, with no computation of its own (REINFORCE's `-log_prob * R` has one). Else None."""
+        old_ids = {id(t) for t in older}
+        new = [t for t in used if id(t) not in old_ids]
+        if len(new) != 1 or not older:
+            return None
+        entry = new[0].grad_fn
+        own = self.graph.under([entry])
+        above = set()
+        for t in used:
+            above |= self.graph.reaching(t.grad_fn)
+        if any(fn not in own and fn not in above for fn in self.new):
+            return None
+        fns = {t.grad_fn for t in used}
+        users = [fn for fn in self.new if fn not in own and any(n in fns for n in self.graph.inputs(fn))]
+        if not users or not all(fn.name().startswith(_COMBINE) for fn in users):
+            return None
+        return new[0], sorted({fn.name() for fn in users})
+
+    def _loss_log(self, kept, entry, combine) -> None:
+        d = self.d
+        plain = [n for n in self.paths_of.get(id(entry), []) if _is_plain_name(n)]
+        term = plain[0] if plain else "loss"
+        root = next((n for n in self.root_names if _is_plain_name(n)), None)
+        who = f"`{root}`" if root else "the tensor you called backward() on"
+        n_old = len([t for n, t in self.every if _outermost(n) == kept and t is not entry and t.grad_fn is not None])
+        d.evidence[-1] = d.evidence[-1].replace(" (before the loop, or earlier in this step)", " (an earlier step's loss)")
+        d.evidence.append(f"`{kept}` holds the losses this loss adds up: {n_old} made before this step's part "
+                          f"(freed by an earlier backward) and one made in it ({f'`{term}`, ' if plain else ''}this "
+                          f"step's whole forward); they go straight into {', '.join(combine)}, made in this step: "
+                          f"a log of each step's loss, kept with its graph.")
+        d.culprits = [kept] + [c for c in d.culprits if c != kept]
+        d._decide("accumulate-number", kept,
+                  f"`{kept}` keeps every step's loss with its graph, and {who} adds them up, so this backward "
+                  f"goes back through the earlier steps' graphs, which their own backward freed. Keep numbers in "
+                  f"it, " + (f"`{kept}.append({term}.item())` (or `{term}.detach()`), and call backward() on this "
+                             f"step's loss only (`{term}.backward()`)" if entry.numel() == 1 else
+                             f"`{kept}.append({term}.detach())`, and call backward() on this step's loss only, "
+                             f"reduced as {who} reduces it (e.g. `{term}.mean().backward()`)")
+                  + f"; {who} is then a number to log. (Backwarding the average "
+                  "itself, step after step, cannot work without keeping every step's graph: retain_graph=True, "
+                  "memory and time growing every step.)", "a list of losses kept across steps", True)
 
     # -- the decision -------------------------------------------------------------------
     def decide(self) -> None:
@@ -1294,12 +1353,24 @@ class _Evidence:
         # newest nodes first and got past them): the container mixes them with freed, older ones
         older = [t for t in used if t.grad_fn in self.old_set or seq(t.grad_fn) <= seq(stop)]
         if items and len(used) == len(items) and older and len(older) < len(used) and not self.chained(kept):
+            log = self.loss_log(used, older)
+            if log is not None:
+                return self._loss_log(kept, *log)
             d.evidence.append(f"this loss uses every entry of `{kept}`: {len(older)} made before the stop "
                               f"(freed by an earlier backward) and {len(used) - len(older)} made after it.")
-            return d._decide("reset-per-episode", kept,
-                             f"`{kept}` keeps the entries of earlier episodes, and this loss uses them all. Clear it "
-                             f"when an episode ends, after its backward: `del {kept}[:]` (or `{kept}.clear()`).",
-                             "a list not cleared between episodes", True)
+            # one new entry per backward: an episode one entry long, or a log of one value per step
+            # (a loss weighted before it is summed): the graph does not tell them apart
+            one = len(used) - len(older) == 1
+            d._decide("reset-per-episode", kept,
+                      f"`{kept}` keeps the entries of earlier episodes, and this loss uses them all. Clear it "
+                      f"when an episode ends, after its backward: `del {kept}[:]` (or `{kept}.clear()`).",
+                      "a list not cleared between episodes", not one,
+                      [("accumulate-number", kept, f"or `{kept}` is a log of one value per step (a loss): keep "
+                        f"numbers in it (`{kept}.append(x.item())`) and backward this step's value only")])
+            if one:
+                d.check = (f"what `{kept}` holds: one episode's entries, used by one update (then clear it after "
+                           "each backward), or every step's loss, kept for a log (then keep numbers in it).")
+            return None
         stale = self.stale_prefix(kept) if kept is not None else None
         if stale:
             n_used, n_all = stale

@@ -661,6 +661,86 @@ def test_a_loss_summed_over_a_chunk_is_not_a_running_total():
     assert d.check and "StepClock" in d.check
 
 
+# A new-user trial (no public report of this shape was found): each step's loss is kept in a
+# list and the list's average is backwarded. sum() makes its adds in this step, after this
+# step's loss, so it is not a running total: the list carries the earlier steps' graphs.
+LOSS_LOGS = {
+    "sum_over_list": ("""
+model = nn.Linear(3, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+x, y = torch.randn(16, 3), torch.randn(16, 1)
+history = []
+for step in range(4):
+    loss = F.mse_loss(model(x), y)
+    history.append(loss)
+    smoothed = sum(history) / len(history)    # "a smoother loss curve"
+    opt.zero_grad()
+    smoothed.backward()
+    opt.step()
+""", ("history", "accumulate-number", True)),
+    "stack_mean": ("""
+model = nn.Linear(3, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+x, y = torch.randn(16, 3), torch.randn(16, 1)
+history = []
+for step in range(4):
+    loss = F.mse_loss(model(x), y)
+    history.append(loss)
+    smoothed = torch.stack(history).mean()
+    opt.zero_grad()
+    smoothed.backward()
+    opt.step()
+""", ("history", "accumulate-number", True)),
+    # each entry weighted before the sum: a loss log, or a one-entry episode's log-prob? hedged
+    "weighted_sum": ("""
+model = nn.Linear(3, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+x, y = torch.randn(16, 3), torch.randn(16, 1)
+history = []
+for step in range(4):
+    loss = F.mse_loss(model(x), y)
+    history.append(loss)
+    smoothed = sum(0.9 ** i * l for i, l in enumerate(reversed(history)))
+    opt.zero_grad()
+    smoothed.backward()
+    opt.step()
+""", ("history", "reset-per-episode", False)),
+    # the true running total still reads as one
+    "running_total_plain": ("""
+model = nn.Linear(3, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+x, y = torch.randn(16, 3), torch.randn(16, 1)
+total = 0
+for step in range(4):
+    loss = F.mse_loss(model(x), y)
+    total = total + loss
+    opt.zero_grad()
+    total.backward()
+    opt.step()
+""", ("total", "accumulate-number", True)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LOSS_LOGS))
+def test_a_list_of_losses_is_not_a_running_total(name):
+    src, (culprit, kind, confident) = LOSS_LOGS[name]
+    ns = {}
+    with pytest.raises(RuntimeError, match=FREED_TEXT) as info:
+        exec(PRELUDE + textwrap.dedent(src), ns)
+    d = why_backward_failed(info.value, names=ns)
+    assert (d.culprit, d.fix_kind, d.confident) == (culprit, kind, confident), d.message
+    if name == "running_total_plain":
+        assert d.pattern == "running total" and "`total += loss.item()`" in d.fix
+        return
+    assert d.pattern != "running total" and "a step earlier" not in d.message, d.message
+    assert "carried by: history" in d.message
+    if confident:
+        assert "`history.append(loss.item())`" in d.fix and "`loss.backward()`" in d.fix
+        assert "retain_graph=True" in d.fix and "cannot work" in d.fix
+    else:
+        assert d.check and [k for k, _, _ in d.candidates][:2] == ["reset-per-episode", "accumulate-number"]
+
+
 def test_a_clock_makes_before_the_first_step_certain():
     """Opt-in: the same frozen-encoder loop, with a StepClock ticked each step."""
     torch.manual_seed(0)
