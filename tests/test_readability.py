@@ -164,23 +164,7 @@ def test_core_rule_checks_text_and_height_and_skips_folded_cells():
         "cell 2 ('w'): 1,067 px tall (core paths: <= 900 px at 860 px)"]
 
 
-# Core paths still over the rule on a scratch run of lesson-pictures (engine-scene + lessons), each with
-# what it needs. strict: the day one passes, this list must shrink.
-KNOWN_OVER = {
-    "02_multi_task_losses.ipynb": "after views 10.6 px (long 'still held by ...' lines widen the boxes), "
-                                  "section 1's draw 915 px and section 2's first after view 905 px tall",
-    "05_accumulation_higher_order.ipynb": "cell w = w0.clone(): a picture 1,528 px tall",
-    "07_patterns_from_practice.ipynb": "the GAN pairs (10 px, 1,065-1,602 px) and the style-transfer pair (2,122 px)",
-    "08_efficiency.ipynb": "chain(): a picture 927 px tall",
-    "10_graphs_across_steps.ipynb": "draw_steps pictures 976-1,093 px and %why_backward's 1,228 px tall",
-    "12_checkpoint_and_compile.ipynb": "section 1's checkpoint pair 10.2 px and 1,577 px tall (its after view alone "
-                                       "1,083 px), section 4's compiled pair 10.2 px and 999 px",
-}
-
-
-@pytest.mark.parametrize("path", [pytest.param(p, marks=pytest.mark.xfail(p.name in KNOWN_OVER, strict=True,
-                                                                       reason=KNOWN_OVER.get(p.name, "")))
-                                  for p in NOTEBOOKS], ids=[p.name for p in NOTEBOOKS])
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
 def test_core_path_pictures_read_at_11_px_and_fit_900_px(path):
     nb = nbformat.read(path, as_version=4)
     bad = core_picture_problems(nb)
