@@ -721,20 +721,26 @@ for step in range(4):
 }
 
 
-@pytest.mark.parametrize("name", sorted(LOSS_LOGS))
-def test_a_list_of_losses_is_not_a_running_total(name):
-    src, (culprit, kind, confident) = LOSS_LOGS[name]
+def diagnosed_as_labelled(src, label):
+    """Run a failing loop (PRELUDE + src), diagnose it with its namespace, and check the
+    (culprit, fix kind, confident) it was labelled with; the diagnosis."""
     ns = {}
     with pytest.raises(RuntimeError, match=FREED_TEXT) as info:
         exec(PRELUDE + textwrap.dedent(src), ns)
     d = why_backward_failed(info.value, names=ns)
-    assert (d.culprit, d.fix_kind, d.confident) == (culprit, kind, confident), d.message
+    assert (d.culprit, d.fix_kind, d.confident) == label, d.message
+    return d
+
+
+@pytest.mark.parametrize("name", sorted(LOSS_LOGS))
+def test_a_list_of_losses_is_not_a_running_total(name):
+    d = diagnosed_as_labelled(*LOSS_LOGS[name])
     if name == "running_total_plain":
         assert d.pattern == "running total" and "`total += loss.item()`" in d.fix
         return
     assert d.pattern != "running total" and "a step earlier" not in d.message, d.message
     assert "carried by: history" in d.message
-    if confident:
+    if d.confident:
         assert "`history.append(loss.item())`" in d.fix and "`loss.backward()`" in d.fix
         assert "retain_graph=True" in d.fix and "cannot work" in d.fix
     else:
@@ -1165,13 +1171,8 @@ for i in range(3):
 
 @pytest.mark.parametrize("name", sorted(PROBES))
 def test_more_shapes_from_issue_19(name):
-    src, (culprit, kind, confident) = PROBES[name]
-    ns = {}
-    with pytest.raises(RuntimeError, match=FREED_TEXT) as info:
-        exec(PRELUDE + textwrap.dedent(src), ns)
-    d = why_backward_failed(info.value, names=ns)
-    assert (d.culprit, d.fix_kind, d.confident) == (culprit, kind, confident), d.message
-    if not confident:
+    d = diagnosed_as_labelled(*PROBES[name])
+    if not d.confident:
         assert d.check and len(d.candidates) > 1
 
 
