@@ -664,60 +664,36 @@ def test_a_loss_summed_over_a_chunk_is_not_a_running_total():
 # A new-user trial (no public report of this shape was found): each step's loss is kept in a
 # list and the list's average is backwarded. sum() makes its adds in this step, after this
 # step's loss, so it is not a running total: the list carries the earlier steps' graphs.
+def loss_log_loop(keep: str, combine: str) -> str:
+    """A training loop that keeps each step's loss (`keep`, one line) and backwards what
+    `combine` (one line) makes of them: the shapes of a loss log, summed or smoothed."""
+    return f"""
+model = nn.Linear(3, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+x, y = torch.randn(16, 3), torch.randn(16, 1)
+history, total = [], 0
+for step in range(4):
+    loss = F.mse_loss(model(x), y)
+    {keep}
+    {combine}
+    opt.zero_grad()
+    smoothed.backward()
+    opt.step()
+"""
+
+
 LOSS_LOGS = {
-    "sum_over_list": ("""
-model = nn.Linear(3, 1)
-opt = torch.optim.SGD(model.parameters(), lr=0.1)
-x, y = torch.randn(16, 3), torch.randn(16, 1)
-history = []
-for step in range(4):
-    loss = F.mse_loss(model(x), y)
-    history.append(loss)
-    smoothed = sum(history) / len(history)    # "a smoother loss curve"
-    opt.zero_grad()
-    smoothed.backward()
-    opt.step()
-""", ("history", "accumulate-number", True)),
-    "stack_mean": ("""
-model = nn.Linear(3, 1)
-opt = torch.optim.SGD(model.parameters(), lr=0.1)
-x, y = torch.randn(16, 3), torch.randn(16, 1)
-history = []
-for step in range(4):
-    loss = F.mse_loss(model(x), y)
-    history.append(loss)
-    smoothed = torch.stack(history).mean()
-    opt.zero_grad()
-    smoothed.backward()
-    opt.step()
-""", ("history", "accumulate-number", True)),
+    "sum_over_list": (loss_log_loop("history.append(loss)", "smoothed = sum(history) / len(history)  # a smoother curve"),
+                      ("history", "accumulate-number", True)),
+    "stack_mean": (loss_log_loop("history.append(loss)", "smoothed = torch.stack(history).mean()"),
+                   ("history", "accumulate-number", True)),
     # each entry weighted before the sum: a loss log, or a one-entry episode's log-prob? hedged
-    "weighted_sum": ("""
-model = nn.Linear(3, 1)
-opt = torch.optim.SGD(model.parameters(), lr=0.1)
-x, y = torch.randn(16, 3), torch.randn(16, 1)
-history = []
-for step in range(4):
-    loss = F.mse_loss(model(x), y)
-    history.append(loss)
-    smoothed = sum(0.9 ** i * l for i, l in enumerate(reversed(history)))
-    opt.zero_grad()
-    smoothed.backward()
-    opt.step()
-""", ("history", "reset-per-episode", False)),
+    "weighted_sum": (loss_log_loop("history.append(loss)",
+                                   "smoothed = sum(0.9 ** i * l for i, l in enumerate(reversed(history)))"),
+                     ("history", "reset-per-episode", False)),
     # the true running total still reads as one
-    "running_total_plain": ("""
-model = nn.Linear(3, 1)
-opt = torch.optim.SGD(model.parameters(), lr=0.1)
-x, y = torch.randn(16, 3), torch.randn(16, 1)
-total = 0
-for step in range(4):
-    loss = F.mse_loss(model(x), y)
-    total = total + loss
-    opt.zero_grad()
-    total.backward()
-    opt.step()
-""", ("total", "accumulate-number", True)),
+    "running_total_plain": (loss_log_loop("total = total + loss", "smoothed = total"),
+                            ("total", "accumulate-number", True)),
 }
 
 
