@@ -42,21 +42,30 @@ def bound_and_used(source: str) -> tuple[set, set]:
     return bound, used - params
 
 
-def folded_names_used(nb) -> list[tuple[int, list[str]]]:
-    """[(cell index, names)] of the visible core cells that read names bound only in folded code."""
+def names_bound_only_outside(nb, inside, reads) -> list[tuple[int, list[str]]]:
+    """[(cell index, names)] of the code cells `inside(sk, i, cell)` keeps whose source `reads(cell)`
+    and that read names only cells outside bind (solutions and navigation left out)."""
     sk = skeleton.classify(nb)
-    visible, folded, uses = set(), set(), []
+    bound_in, bound_out, uses = set(), set(), []
     for i, cell in enumerate(nb.cells):
         if cell.cell_type != "code" or sk.kind[i] in ("solution", "nav"):
             continue
         bound, used = bound_and_used(cell.source)
-        if sk.core(i) and not lengths.is_hidden(cell):
-            visible |= bound
-            uses.append((i, used))
-        else:                                   # a Going deeper cell, or a hidden core cell
-            folded |= bound
-    only_folded = folded - visible
-    return [(i, sorted(used & only_folded)) for i, used in uses if used & only_folded]
+        if inside(sk, i, cell):
+            bound_in |= bound
+            if reads(cell):
+                uses.append((i, used))
+        else:
+            bound_out |= bound
+    only_outside = bound_out - bound_in
+    return [(i, sorted(used & only_outside)) for i, used in uses if used & only_outside]
+
+
+def folded_names_used(nb) -> list[tuple[int, list[str]]]:
+    """[(cell index, names)] of the visible core cells that read names bound only in folded code
+    (a Going deeper cell, or a hidden core cell)."""
+    return names_bound_only_outside(nb, lambda sk, i, cell: sk.core(i) and not lengths.is_hidden(cell),
+                                    lambda cell: True)
 
 
 def exercises_pointing_into_going_deeper(nb) -> list[str]:
@@ -83,20 +92,8 @@ def exercises_pointing_into_going_deeper(nb) -> list[str]:
 def check_cells_using_going_deeper(nb) -> list[tuple[int, list[str]]]:
     """[(cell index, names)] of the core-path cells that call check(...) and read names that only a
     Going deeper section binds (a hidden core cell's names count as the core path's)."""
-    sk = skeleton.classify(nb)
-    core, deeper, checks = set(), set(), []
-    for i, cell in enumerate(nb.cells):
-        if cell.cell_type != "code" or sk.kind[i] in ("solution", "nav"):
-            continue
-        bound, used = bound_and_used(cell.source)
-        if sk.core(i):
-            core |= bound
-            if list(skeleton.check_calls(cell.source)):
-                checks.append((i, used))
-        else:
-            deeper |= bound
-    only_deeper = deeper - core
-    return [(i, sorted(used & only_deeper)) for i, used in checks if used & only_deeper]
+    return names_bound_only_outside(nb, lambda sk, i, cell: sk.core(i),
+                                    lambda cell: bool(list(skeleton.check_calls(cell.source))))
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
