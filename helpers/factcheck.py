@@ -152,8 +152,9 @@ QUOTES: dict[str, Quote] = _q(
      "one forward (one map per class) do", NB09, "3"),
     ("004-d", "looping over a batch [...] accumulating the gradients at the end, will do the same optimization "
      "step as doing a full batched update", "partly",
-     "equal only with each mean loss scaled by its share of the batch, n/N (1/k for k equal micro-batches), "
-     "no batch-dependent layer such as BatchNorm in training mode, and up to float rounding", NB09, "3"),
+     "the same gradient only with each mean loss scaled by its share of the batch, n/N (1/k for k equal "
+     "micro-batches; Adam, which divides by the gradient's size, takes the same steps unscaled when they are "
+     "equal), no batch-dependent layer such as BatchNorm in training mode, and up to float rounding", NB09, "3"),
     ("002-d", "you can only run .backward (with no arguments) on a unitary/scalar tensor [...] T = torch.sum(S)",
      "true", "backward() with no argument needs a one-element output; summing first gives the elementwise "
      "derivative here because each S_i depends only on its own input", NB09, "3"),

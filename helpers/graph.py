@@ -13,7 +13,6 @@ Every picture displays as SVG in JupyterLab and has a deterministic text form
 from __future__ import annotations
 
 import contextlib
-from dataclasses import replace
 
 from . import render
 from .modules import grouped_picture
@@ -91,9 +90,11 @@ class ComparePicture(Picture):
         full = Picture(render.to_dot(a, title, marks=marks), f"{title}\n{self.text}")
         if shown_px(full.svg)[1] <= CORE_MAX_HEIGHT_PX:
             return full
-        # too tall for a core path: the changed region, its neighbours faded, the rest counted
+        # too tall for a core path: the changed region, its neighbours faded, the rest counted (when
+        # everything ran or nothing changed, there is no region to draw: the full view it is)
         title = f"{self.titles[1]}: what changed, and its neighbours (faded)"
-        return Picture(render.to_dot(a, title, marks=replace(marks, region=True)), f"{title}\n{self.text}")
+        dot = render.region_dot(a, title, marks)
+        return full if dot is None else Picture(dot, f"{title}\n{self.text}")
 
 
 def changed_grads(before: Snapshot, after: Snapshot) -> frozenset:
@@ -143,8 +144,8 @@ def draw(*roots, names=None, title=None, max_nodes=300, modules=None, focus=None
     modules: the model whose forward ran under `helpers.modules.record_modules(model)`: nodes
         are grouped by the module call that made them, each group with its saved bytes, and
         runs of identical blocks beyond max_nodes are collapsed into one box each. When that
-        picture does not read on about two screens at notebook width (wider than
-        READABLE_WIDTH_PT, or taller than modules.SCREEN_PX), each call inside the model is
+        picture does not read on about two screens at notebook width (its smallest text under
+        9 px there: picture.layout.reads_at, or taller than modules.SCREEN_PX), each call inside the model is
         drawn as one box instead: what each of its layers saved, held or freed.
     focus: a tensor the roots were computed from (or a list of them): only the part of the
         graph under it (what feeds it) is drawn; what lies between it and the roots is one

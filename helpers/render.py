@@ -26,6 +26,16 @@ def to_dot(snap: Snapshot, title=None, highlight=(), marks: Marks = NO_MARKS,
                                      sizes=sizes, legend=legend, entries=entries))
 
 
+def region_dot(snap: Snapshot, title, marks: Marks) -> str | None:
+    """DOT of the changed region of `snap` (marks.spotlight and its neighbours, the rest counted:
+    picture/region.py), or None when nothing lies farther than one edge from the spotlight."""
+    from dataclasses import replace
+
+    from .picture import region
+    scene = scene_of(snap, title, marks=replace(marks, region=True))
+    return dot_writer.write(scene) if region.REGION in scene.boxes else None
+
+
 def _legend(snaps, marks):
     from .picture import palette
     return palette.entries(features(snaps, marks), marks.legend)

@@ -525,3 +525,49 @@ def test_a_legend_takes_as_many_columns_as_fit_the_notebook_width():
     assert n == 4 or legend._legend_width(tuple(many), n + 1) > legend.LEGEND_BUDGET_PT   # the most that fit
     assert legend.columns(many, budget_pt=100) == 2                                       # nothing fits: two
     assert legend.columns(palette.entries(["leaf", "op"])) == 2
+    assert legend.columns(palette.entries(["leaf", "op", "held"])) == 3          # three that fit: one row
+
+
+def test_a_transpose_of_a_transpose_is_drawn_as_boxes_not_dangling_edges():
+    """Folding both TBackward0 of w.t().t() left each one's edge ending at the other's removed box
+    (a tied-weights decoder, F.linear(z, enc.weight.t()), drew a bare ellipse)."""
+    w = torch.ones(2, 3, requires_grad=True)
+    x = torch.ones(4, 2)
+    snap = snapshot((x @ w.t().t()).sum())
+    assert render.folded_transposes(snap) == {}
+    dot = draw((x @ w.t().t()).sum()).dot
+    boxes = set(re.findall(r"^\t(\w+) \[", dot, re.M))
+    ends = {n for a, b in re.findall(r"^\t(\w+) -> (\w+)", dot, re.M) for n in (a, b)}
+    assert ends <= boxes and dot.count("TBackward0</B>") == 2
+
+
+def test_the_changed_region_keeps_a_shared_weights_far_uses_far():
+    """An RNN whose weight's .grad changed: its far uses are reference boxes of their own, not the
+    weight again, so the region does not pull every step back in (it was 5,512 pt wide)."""
+    from helpers.graph import watch
+    from helpers.picture.layout import MIN_TEXT_PX, reads_at
+    torch.manual_seed(0)
+    w = torch.randn(4, 4, requires_grad=True)
+    h, losses = torch.zeros(1, 4), []
+    for _ in range(25):
+        h = torch.tanh(h @ w + 1)
+        losses.append(h.sum())
+    with watch(losses[0], losses[-1], names={"w": w}) as pic:
+        losses[0].backward()
+    view = pic.after_view()
+    assert reads_at(view.svg, MIN_TEXT_PX), view.text.splitlines()[0]
+
+
+def test_an_after_view_with_nothing_to_fold_keeps_its_full_title():
+    """Everything ran (one backward through a long chain): there is no region to draw, so the view
+    is the full one, titled as such, never 'and its neighbours' over the whole graph."""
+    from helpers.graph import watch
+    x = torch.ones(3, requires_grad=True)
+    h = x
+    for _ in range(30):
+        h = torch.tanh(h * 1.01)
+    loss = h.sum()
+    with watch(loss, names={"x": x, "loss": loss}) as w:
+        loss.backward()
+    view = w.after_view()
+    assert "(unchanged boxes faded)" in view.text.splitlines()[0] and "unchanged node" not in view.dot

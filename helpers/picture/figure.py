@@ -47,7 +47,10 @@ class Picture:
     def text(self) -> str:
         """The text form (what nbval compares): the picture's words, then what helpers.layout
         simplified or refused in the DOT drawn (deterministic: it depends on that source only),
-        and, when a simpler picture is drawn, that it shows fewer nodes than the text lists."""
+        and, when a simpler picture is drawn, that it shows fewer nodes than the text lists. That
+        last line depends on the laid-out text size, so on the Graphviz build and its fonts: a
+        committed output that carries it could differ on another build (none of the notebooks'
+        does; nbval would say so)."""
         if self._svg is None and (self.simpler is not None or (self.alternative is not None and any(
                 map(layout_note, (self.dot, *self.alternative))))):
             _ = self.svg        # which picture is drawn (and so what to say) is known once laid out

@@ -60,7 +60,7 @@ def columns(entries, budget_pt: float = LEGEND_BUDGET_PT) -> int:
     if len(entries) <= 2:
         return 2
     for n in (4, 3):
-        if n < len(entries) and _legend_width(tuple(entries), n) <= budget_pt:
+        if n <= len(entries) and _legend_width(tuple(entries), n) <= budget_pt:
             return n
     return 2
 

@@ -23,16 +23,16 @@ def keep_region(scene: Scene, snap: Snapshot, marks: Marks) -> int:
     spot = {b for b in scene.boxes if b in marks.spotlight}
     keep = set(spot)
     for e in scene.edges:
-        a, b = _node(scene, e.tail), _node(scene, e.head)
+        a, b = e.tail, e.head     # a reference box is a node of its own: a shared weight's far uses stay far
         if a in spot:
             keep.add(b)
         if b in spot:
             keep.add(a)
     gone = [bid for bid, box in scene.boxes.items()
-            if box.kind in _DRAWN_KINDS and _node(scene, bid) not in keep]
+            if box.kind in _DRAWN_KINDS and bid not in keep]
     if not gone:
         return 0
-    counted = Counter(_type(snap, _node(scene, bid)) for bid in gone if scene.boxes[bid].kind != "ref")
+    counted = Counter(_type(snap, bid) for bid in gone if scene.boxes[bid].kind != "ref")
     n = sum(counted.values())
     gone_set = set(gone)
     edges, into, out_of = [], set(), set()
@@ -57,14 +57,6 @@ def keep_region(scene: Scene, snap: Snapshot, marks: Marks) -> int:
     edges += [Edge(t, REGION, style="dotted") for t in sorted(out_of)]
     scene.edges = edges
     return n
-
-
-def _node(scene: Scene, bid: str) -> str:
-    """A reference box stands for its leaf (ids like 'l3_to_op7')."""
-    box = scene.boxes.get(bid)
-    if box is not None and box.kind == "ref":
-        return bid.split("_to_", 1)[0]
-    return bid
 
 
 def _type(snap: Snapshot, nid: str) -> str:

@@ -14,7 +14,8 @@ TRANSPOSE = "TBackward0"
 def folded_transposes(snap: Snapshot) -> dict[str, tuple[str, str]]:
     """{TBackward0 id: (input id, user op id)} for each transpose drawn as a marked edge: it saved
     nothing, its one input is a leaf or an op drawn, and its one output edge goes to an op (no
-    named tensor, no focus= box of the part above)."""
+    named tensor, no focus= box of the part above). A transpose of a transpose (w.t().t()) is
+    drawn as boxes: folding both would leave each one's edge ending at the other's removed box."""
     outs: dict[str, list[str]] = {}
     for a, b in snap.edges:
         outs.setdefault(a, []).append(b)
@@ -27,7 +28,7 @@ def folded_transposes(snap: Snapshot) -> dict[str, tuple[str, str]]:
         (leaf,), users = op.inputs, outs.get(op.id, [])
         if (leaf in snap.ops or is_leaf(snap, leaf)) and len(users) == 1 and users[0] in snap.ops:
             folded[op.id] = (leaf, users[0])
-    return folded
+    return {t: (src, user) for t, (src, user) in folded.items() if src not in folded and user not in folded}
 
 
 def fold(scene: Scene, snap: Snapshot) -> None:
