@@ -12,6 +12,7 @@ node is comes from `Snapshot.role(node_id)`.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections import Counter, deque
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -445,22 +446,49 @@ def fmt_bytes(n) -> str:
     return f"{n} B"
 
 
-def fmt_number(v) -> str:
-    """4 significant digits; a complex number as '1+2j' (each part so)."""
+def fmt_number(v, digits: int = 3) -> str:
+    """`digits` significant digits (3: what survives a float32 sum added up in another order, see
+    fmt_values); a complex number as '1+2j' (each part so)."""
     if isinstance(v, complex):
-        re_, im = fmt_number(v.real), fmt_number(abs(v.imag))
+        re_, im = fmt_number(v.real, digits), fmt_number(abs(v.imag), digits)
         return f"{re_}{'-' if v.imag < 0 else '+'}{im}j"
     v = float(v) + 0.0  # turns -0.0 into 0.0
-    text = f"{v:.4g}"
+    if v == 0 or not math.isfinite(v):
+        return f"{v:g}"
+    exp = math.floor(math.log10(abs(v)))
+    if not -5 <= exp < 6:                       # 1.5e-07, 2.5e+08
+        return f"{v:.{digits}g}"
+    places = digits - 1 - exp                   # 1214 -> 1210 (not 1.21e+03), 0.0012345 -> 0.00123
+    text = f"{round(v, places):.{max(places, 0)}f}"
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
     return "0" if text in ("-0", "0") else text
+
+
+def _digits_beside(v: float, largest: float, digits: int = 3) -> int:
+    """How many significant digits of `v` are facts when `largest` is the tensor's largest magnitude.
+
+    A float32 result made by a sum (a matrix product, a reduction, a gradient added up over uses)
+    changes in its last bits with the order the CPU's vector kernels add its terms in: by about
+    float32's epsilon times the sum of the terms' magnitudes, which scales with the largest value in
+    the tensor, not with the value itself. A small value made by cancellation ([1.07, -0.00063])
+    keeps that absolute error, so its fourth digit differs between an AVX2 and an AVX-512 machine.
+    So every value is printed to the resolution of the largest one's `digits` significant digits,
+    with at least 1 digit (a nonzero value never prints as 0)."""
+    if v == 0 or largest == 0 or not math.isfinite(v) or not math.isfinite(largest):
+        return digits
+    drop = math.floor(math.log10(largest)) - math.floor(math.log10(abs(v)))
+    return max(1, min(digits, digits - drop))
 
 
 def fmt_values(t: torch.Tensor, max_values: int = 8) -> str:
     """Values of a small tensor, or its shape and norm when it is big.
 
-    Complex values print as '1+2j' and their norm is the complex one (sqrt of the sum of
-    |z|^2); a sparse tensor shows its layout, how many values it stores and their norm; a
-    tensor with no data (device 'meta') says so."""
+    Numbers are stable on any CPU: each to the resolution of the largest value's 3 significant
+    digits (`_digits_beside`: [1.071, -0.0006303] prints as [1.07, -0.0006]). Complex values print
+    as '1+2j' and their norm is the complex one (sqrt of the sum of |z|^2); a sparse tensor shows
+    its layout, how many values it stores and their norm; a tensor with no data (device 'meta')
+    says so."""
     t = t.detach()
     if t.device.type == "meta":
         return f"{fmt_shape(t.shape)} on meta: no values"
@@ -469,7 +497,12 @@ def fmt_values(t: torch.Tensor, max_values: int = 8) -> str:
     if t.numel() <= max_values:
         if t.dim() == 0:
             return fmt_number(t.item())
-        flat = ", ".join(fmt_number(v) for v in t.reshape(-1).tolist())
+        values = t.reshape(-1).tolist()
+        if t.is_complex() or t.dtype == torch.bool:
+            flat = ", ".join(fmt_number(v) for v in values)
+        else:
+            largest = max((abs(v) for v in values if math.isfinite(v)), default=0.0)
+            flat = ", ".join(fmt_number(v, _digits_beside(v, largest)) for v in values)
         return f"[{flat}]" if t.dim() == 1 else f"[{flat}] {fmt_shape(t.shape)}"
     return f"{fmt_shape(t.shape)} norm {fmt_number(_norm(t))}"
 
