@@ -1,30 +1,17 @@
-"""Backward Twice's helpers. The public API is `__all__`: what the notebooks import, and what a
-learner may call on their own graphs; every other name is internal and may change.
+"""The Backward Twice course's own helpers: notebook setup, exercises, fact-check tables, plots,
+the multi-task nets, and the distributed runner of notebook 13. The tool the notebooks teach
+(pictures, the diagnosis) is the package `backward_twice`, which never imports this one.
 
-    from helpers import draw, watch, compare, step_through, why_backward_failed
+    from helpers.notebook import setup, expect_raised
+    from helpers.exercise import check
 
-Names load lazily (`helpers.<module>` is imported on first use), so importing one helper does
-not import torch, Graphviz and matplotlib for the others.
+Names load lazily (`helpers.<module>` is imported on first use).
 """
 from __future__ import annotations
 
 import importlib
 
 _WHERE = {
-    # pictures of the autograd graph: draw, a before/after pair, a step-by-step backward
-    "draw": "graph", "watch": "graph", "compare": "graph",
-    "step_through": "stepper", "record_modules": "modules",
-    "StepClock": "diagnosis_picture", "draw_steps": "diagnosis_picture", "why_backward_failed": "diagnose",
-    "enable_magic": "diagnose", "legend": "picture.palette",
-    "shown_px": "picture.layout", "SCREEN_PX": "modules",
-    # reading the graph and its memory. `snapshot` is the module helpers.snapshot (the data a walk
-    # records, and its formatters), never the function: importing that submodule binds its name on
-    # this package, which would shadow a function of the same name. The walk is `take_snapshot`
-    # (helpers.walk.snapshot).
-    "take_snapshot": "walk", "snapshot": "snapshot",
-    "saved_states": "snapshot", "fmt_bytes": "snapshot", "fmt_values": "snapshot",
-    "BackwardTrace": "trace", "reachable_nodes": "trace", "where_backward_stops": "trace",
-    "LiveSaved": "memory", "SavedBytes": "memory", "at_a_glance": "tensor_table",
     # the course's notebooks: setup, exercises, fact-check tables, plots, the multi-task net
     "setup": "notebook", "versions": "notebook", "expect_raised": "notebook", "verified_error": "notebook",
     "format_warning": "notebook",
@@ -40,14 +27,11 @@ _WHERE = {
 __all__ = sorted(_WHERE)
 
 
-_RENAMED = {"take_snapshot": "snapshot"}     # public name -> its name in its module
-
-
 def __getattr__(name: str):
     if name not in _WHERE:
         raise AttributeError(f"module 'helpers' has no attribute {name!r}")
     module = importlib.import_module(f".{_WHERE[name]}", __name__)
-    return module if _WHERE[name] == name else getattr(module, _RENAMED.get(name, name))   # a module by its own name
+    return module if _WHERE[name] == name else getattr(module, name)
 
 
 def __dir__():

@@ -8,6 +8,8 @@ import warnings
 
 import torch
 
+from backward_twice._ipython import shell
+
 _TRIGGERED = re.compile(r"\s*\(Triggered internally at [^)]*\)\.?")
 
 
@@ -64,15 +66,6 @@ def versions() -> str:
 
 
 _verified: tuple | None = None   # (cell, kind, stable_text, error) of the last check that passed
-
-
-def shell():
-    """The running IPython shell, or None (plain Python, or IPython not installed)."""
-    try:
-        from IPython import get_ipython
-    except ImportError:
-        return None
-    return get_ipython()
 
 
 def _count_cells(shell) -> None:

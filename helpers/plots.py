@@ -2,7 +2,7 @@
 
 Figures are returned, not shown: end a cell with the figure (or `fig`) to display it.
 Their text form (`<Figure size ...>`) is stable, so nbval compares it; the PNG is not compared.
-Colours are the charts' own, registered in helpers.picture.palette (SERIES: blue, orange, black,
+Colours are the charts' own, registered in backward_twice.picture.palette (SERIES: blue, orange, black,
 brown, indigo, in that order), none of them a colour of the graph pictures: matplotlib's default
 cycle is never used.
 """
@@ -13,10 +13,10 @@ import re
 import matplotlib.pyplot as plt
 from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, MaxNLocator, NullFormatter
 
-from .picture.palette import MEANINGS, SERIES
+from backward_twice.picture.palette import MEANINGS, SERIES
 
 MAX_PANELS = 4       # panels described one by one in a figure's alt text; the rest are counted
-KIB = 1024           # bytes in the unit every chart and every printed size uses (helpers.snapshot.fmt_bytes)
+KIB = 1024           # bytes in the unit every chart and every printed size uses (backward_twice.snapshot.fmt_bytes)
 
 
 def series_colours(n: int) -> list[str]:

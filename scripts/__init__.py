@@ -1,7 +1,8 @@
 """The repository's scripts, importable as one package: `from scripts import nav, build_site`.
 
-`pip install -e .` (requirements.txt) installs this package next to `helpers` (pyproject.toml),
-so `from scripts import ...` works the same in a script run as `python scripts/nav.py`, under
+The bash entry points put this checkout on PYTHONPATH (scripts/_venv.sh); the package is never
+installed (pyproject.toml: a top-level `scripts` would collide in a user's site-packages). So
+`from scripts import ...` works the same in a script run as `python scripts/nav.py`, under
 `python -m scripts.nav`, and in the tests, with no sys.path edits. The bash entry points
 (`bash scripts/test`, `site`, `regen`, ...) set up .venv and call one script each.
 

@@ -13,7 +13,7 @@ build/bench.json, and build/bench_depth.png.
   notebook that builds one; the suite without the two browser tests; nbval alone.
 - suite: the full validation (`pytest -n 2 --dist loadscope`: unit tests + nbval over every
   notebook), wall time, and per-notebook time from its JUnit report.
-- renderer: ours (helpers.walk.snapshot + helpers.render.to_dot: the "graph description")
+- renderer: ours (backward_twice.walk.snapshot + backward_twice.render.to_dot: the "graph description")
   against torchviz.make_dot(..., show_saved=True).source on the same graphs; best of
   several repeats; layout to SVG (same bundled Graphviz engine for both) reported apart.
 - depth: render time over chain depth, with the default cap (300 nodes) and without.
@@ -161,8 +161,8 @@ def build_cases():
 
 
 def _ours(root, names, max_nodes=20_000):
-    from helpers.render import to_dot
-    from helpers.walk import snapshot
+    from backward_twice.render import to_dot
+    from backward_twice.walk import snapshot
 
     return to_dot(snapshot(root, names=names, max_nodes=max_nodes))
 
@@ -210,8 +210,8 @@ def what_each_shows(root, names):
     ours: ops, leaves, saved (saved tensors, each with slot, shape, dtype, bytes, held/freed),
     saved_bytes, values (non-tensor saved values), named (named non-leaf tensors).
     theirs: nodes, saved (saved-tensor nodes, with name and shape only), leaves."""
-    from helpers.snapshot import Role
-    from helpers.walk import snapshot
+    from backward_twice.snapshot import Role
+    from backward_twice.walk import snapshot
 
     snap = snapshot(root, names=names, max_nodes=20_000)
     saved = list(snap.saved_tensors())
@@ -245,7 +245,7 @@ def renderer_bench(repeat=7) -> dict:
 
     # After backward: the saved tensors are freed. torchviz reads them and raises; we mark them.
     root, names = build_cases()[1][1]()
-    from helpers.walk import snapshot
+    from backward_twice.walk import snapshot
 
     before = snapshot(root, names=names, max_nodes=20_000)
     root.backward()
@@ -364,8 +364,8 @@ def layout_bench() -> dict:
     before (every use of a shared leaf an edge from its one box, every TBackward0 a box: what
     issue 12 measured), after (far uses drawn as reference boxes, a Linear weight's transpose an
     edge), after with every TBackward0 a box, and torchviz's DOT of the whole graph."""
-    from helpers.render import far_leaf_uses, folded_transposes, to_dot
-    from helpers.walk import snapshot
+    from backward_twice.render import far_leaf_uses, folded_transposes, to_dot
+    from backward_twice.walk import snapshot
 
     warnings.simplefilter("ignore")
     rows = []
@@ -392,13 +392,13 @@ def layout_bench() -> dict:
 def robust_cases():
     """Issue 18 §4's graphs, drawn the way a learner draws them: (label, make() -> show), where
     make builds the graph (not timed) and show() draws it (timed, with .svg: what the learner
-    waits for). Each is laid out by helpers.layout (measured cost: in-process, simplified in a
+    waits for). Each is laid out by backward_twice.layout (measured cost: in-process, simplified in a
     child process with a time limit, or refused with a reason)."""
     import torch
     from torch import nn
 
-    from helpers.graph import draw
-    from helpers.modules import record_modules
+    from backward_twice.graph import draw
+    from backward_twice.modules import record_modules
 
     def attention(steps):
         def make():
@@ -478,14 +478,14 @@ def robust_cases():
 
 
 def robust_bench() -> dict:
-    """What the learner waits for, through helpers.layout (best of 3, in this process): draw()
+    """What the learner waits for, through backward_twice.layout (best of 3, in this process): draw()
     and then its .svg, which lays the picture out, and any simpler picture tried when it does not
     read at notebook width (the graph itself is built once, untimed). For each graph of
     layout_cases() and robust_cases(): the picture drawn (its measured cost decides how it is
     laid out), whether a simpler one was drawn, and its smallest text at 860 px."""
-    from helpers import layout
-    from helpers.graph import draw
-    from helpers.picture.layout import refused, smallest_text_px
+    from backward_twice import layout
+    from backward_twice.graph import draw
+    from backward_twice.picture.layout import refused, smallest_text_px
 
     warnings.simplefilter("ignore")
     def drawn(make, cap):
@@ -522,10 +522,10 @@ def pair_cases():
     import torch.nn.functional as F
     from torch import nn
 
-    from helpers.graph import watch
+    from backward_twice.graph import watch
+    from backward_twice.render import Marks
+    from backward_twice.stepper import step_through
     from helpers.multitask import CatCarNet, make_images
-    from helpers.render import Marks
-    from helpers.stepper import step_through
 
     def cat_car():
         x, y = make_images(8, seed=0)
@@ -582,7 +582,7 @@ def pair_bench(repeat=7) -> dict:
     every picture of the set laid out to SVG with its own sizes, vs the same plus the one
     measuring layout of every box alone (render.box_sizes) and the pictures with shared sizes.
     Also whether the nodes then stay in place (the largest move of a node between pictures)."""
-    from helpers import render
+    from backward_twice import render
 
     def svgs(pictures, kind, sizes):
         if kind == "frames":
@@ -806,7 +806,7 @@ def report(res) -> str:
         rows = [[x["case"], str(x["boxes"]), str(x["arrows"]), f"{x['cost']:,}", x["how"],
                  str(x.get("simpler", "")), "-" if x.get("px") is None else f"{x['px']:.1f}", f"{x['ms']:.0f}"]
                 for x in r["rows"]]
-        parts.append(f"draw() + .svg through helpers.layout, what the learner waits for, best of 3 (ms): "
+        parts.append(f"draw() + .svg through backward_twice.layout, what the learner waits for, best of 3 (ms): "
                      f"cost = arrows + ranks they skip, of the picture drawn; <= {r['in_process_cost']:,} laid "
                      f"out as drawn, <= {r['refuse_cost']:,} simplified in a child process killed after "
                      f"{r['timeout_s']:g} s, beyond: refused, saying why; simpler: which fewer-nodes picture "
@@ -867,7 +867,7 @@ def check(res) -> list:
     if "robust" in res:
         for r in res["robust"]["rows"]:
             if r["ms"] > 1000:                      # issue 18: every graph in <= 1 s, draw() to SVG
-                problems.append(f"draw + layout {r['case']}: {r['ms']:.0f} ms through helpers.layout "
+                problems.append(f"draw + layout {r['case']}: {r['ms']:.0f} ms through backward_twice.layout "
                                 "(target 1000 ms)")
     if "renderer" in res:
         for c in res["renderer"]["cases"]:
@@ -922,7 +922,7 @@ def main(argv=None):
     if "layout" in parts:
         say("layout + SVG, before / after / torchviz ...")
         res["layout"] = layout_bench()
-        say("draw + layout through helpers.layout (time-limited), issue 18's graphs ...")
+        say("draw + layout through backward_twice.layout (time-limited), issue 18's graphs ...")
         res["robust"] = robust_bench()
         say("pairs and stepper frames: own sizes vs shared sizes ...")
         res["pairs"] = pair_bench()

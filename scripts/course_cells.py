@@ -6,8 +6,9 @@
 What it does, to the source and metadata of the cells concerned only (cell ids, outputs and every
 other cell untouched; running it twice changes nothing the second time):
 1. the first code cell starts with INSTALL_BLOCK: on Colab (or any Jupyter without the course
-   installed) it installs the course's `helpers` with pip, keeping the platform's own torch
-   (pyproject.toml asks for torch>=2.13); where `helpers` imports, it does nothing. The source
+   installed) it installs the distribution `backward-twice` (the tool and the course's `helpers`)
+   with pip, keeping the platform's own torch (pyproject.toml asks for torch>=2.13); where
+   `backward_twice` imports, it does nothing. The source
    is COURSE_PIP, or the environment variable BACKWARD_TWICE_PIP at run time (a local path in
    the zero-install test, scripts/zero_install_check); the cell is folded (setup plumbing: its
    output, the versions, stays in sight);
@@ -30,20 +31,30 @@ from __future__ import annotations
 
 import argparse
 import ast
+import re
 import sys
 
 import nbformat
 
-from scripts import notebooks, skeleton
+from scripts import ROOT, notebooks, skeleton
 
 # Where Colab installs the course from. The repository's public address goes here (then re-run
 # this script); until then, BACKWARD_TWICE_PIP must be set where the notebooks run without it.
-COURSE_PIP = "backward-twice-helpers @ git+https://github.com/OWNER/backward-twice"
+# The repository's public address, defined here once: `python -m scripts.course_cells` writes it into
+# the notebooks' install cells, the README's Binder badge and the docs (tests/test_course_cells.py
+# checks that they agree). Publishing or forking the course: set it here, then run that command.
+REPOSITORY = "OWNER/backward-twice"
+COURSE_PIP = f"backward-twice @ git+https://github.com/{REPOSITORY}"
+# the files besides the notebooks that name the repository (github.com/..., mybinder.org/v2/gh/...,
+# colab.research.google.com/github/...)
+ADDRESS_FILES = ("README.md", "docs/install.md", "docs/own_code.md", "notebooks/README.md")
+ADDRESS = r"(github\.com/|mybinder\.org/v2/gh/|colab\.research\.google\.com/github/)[A-Za-z0-9_.-]+/backward-twice\b"
 INSTALL_MARK = "# Colab, or a Jupyter without this course installed:"
-INSTALL_BLOCK = f"""{INSTALL_MARK} install its `helpers` (and graphviz, pygraphviz);
-# the platform's own torch is kept (torch>=2.13). Where `helpers` imports, this does nothing.
+INSTALL_BLOCK = f"""{INSTALL_MARK} install it (the tool `backward_twice`, the
+# course's `helpers`, graphviz, pygraphviz); the platform's own torch is kept (torch>=2.13). Where
+# `backward_twice` imports, this does nothing (a `helpers.py` of your own would not count).
 import importlib, importlib.util, os
-if importlib.util.find_spec("helpers") is None:
+if importlib.util.find_spec("backward_twice") is None:
     course = os.environ.get("BACKWARD_TWICE_PIP", "{COURSE_PIP}")
     %pip install --quiet {{course}}
     importlib.invalidate_caches()
@@ -178,6 +189,17 @@ def apply(nb) -> list:
     return changed
 
 
+def with_address(text: str) -> str:
+    """`text` with every address of the repository (GitHub, Binder, Colab) pointing at REPOSITORY."""
+    return re.sub(ADDRESS, lambda m: f"{m.group(1)}{REPOSITORY}", text)
+
+
+def stale_addresses() -> list[str]:
+    """The files outside the notebooks whose repository address is not REPOSITORY's."""
+    return [name for name in ADDRESS_FILES
+            if (ROOT / name).is_file() and with_address((ROOT / name).read_text()) != (ROOT / name).read_text()]
+
+
 def main(argv) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--check", action="store_true", help="change nothing; exit 1 if a notebook needs a change")
@@ -192,6 +214,13 @@ def main(argv) -> int:
         elif changed:
             nbformat.write(nb, path)
             print(f"{path.name}: {len(changed)} cell(s) updated")
+    for name in stale_addresses():
+        if args.check:
+            stale += 1
+            print(f"{name}: names another repository than {REPOSITORY}: run `python -m scripts.course_cells`")
+        else:
+            (ROOT / name).write_text(with_address((ROOT / name).read_text()))
+            print(f"{name}: repository address set to {REPOSITORY}")
     if args.check and not stale:
         print(f"course cells: all {len(notebooks())} notebooks up to date")
     return 1 if stale else 0

@@ -1,6 +1,6 @@
 """Golden pictures: the DOT source of every picture in notebooks 00-11, kept in tests/golden/.
 
-Every picture's output carries the DOT it was drawn from (mime type helpers.graph.DOT_MIME,
+Every picture's output carries the DOT it was drawn from (mime type backward_twice.graph.DOT_MIME,
 measured box sizes blanked). nbval compares that output like the text form, so a fresh run
 that draws differently fails; tests/test_golden_pictures.py compares the committed outputs with
 tests/golden/<notebook>/<cell id>.<k>.dot, so that a picture change is a reviewed diff.
@@ -21,7 +21,7 @@ import sys
 
 import nbformat
 
-from helpers.graph import DOT_MIME
+from backward_twice.graph import DOT_MIME
 from scripts import BUILD, ROOT, notebooks
 
 GOLDEN = ROOT / "tests" / "golden"

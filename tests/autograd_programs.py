@@ -64,12 +64,12 @@ def two_losses():
 
 
 def node_places(source: str) -> dict:
-    """{node name: (left, top, width, height)} in points, as laid out by helpers.render's engine:
+    """{node name: (left, top, width, height)} in points, as laid out by backward_twice.render's engine:
     the box's top-left corner measured from the top-left of its innermost cluster, or of the
     picture when it is in none."""
     import json
 
-    from helpers import render
+    from backward_twice import render
 
     laid = json.loads(render.laid_out(source, "json"))
 

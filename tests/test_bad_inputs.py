@@ -12,8 +12,8 @@ import pytest
 import torch
 from autograd_programs import Square
 
-from helpers.graph import draw, watch
-from helpers.snapshot import GraphInputError
+from backward_twice.graph import draw, watch
+from backward_twice.snapshot import GraphInputError
 
 
 def leaf(*shape, **kw):

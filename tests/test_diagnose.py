@@ -1,8 +1,8 @@
-"""helpers.diagnose on training loops it has never seen: six bug shapes, the bad-input table,
+"""backward_twice.diagnose on training loops it has never seen: six bug shapes, the bad-input table,
 and the promise that it only reads (graph, freed state, namespace) and never re-runs a step.
 
 Each loop runs in its own namespace dict (what a notebook's user namespace is) until its
-step-2 backward fails. That backward runs under helpers.trace.where_backward_stops, which
+step-2 backward fails. That backward runs under backward_twice.trace.where_backward_stops, which
 watches the real engine: the diagnosis, which runs nothing, must name the same stop."""
 import re
 import sys
@@ -11,8 +11,8 @@ import textwrap
 import pytest
 import torch
 
-from helpers.diagnose import FREED_TEXT, StepClock, draw_steps, why_backward_failed
-from helpers.trace import where_backward_stops
+from backward_twice.diagnose import FREED_TEXT, StepClock, draw_steps, why_backward_failed
+from backward_twice.trace import where_backward_stops
 
 PRELUDE = """
 import torch
@@ -222,8 +222,8 @@ def test_the_tensor_itself_can_be_passed():
 
 def _state(ns, root):
     """Everything the helper may read: graph structure, freed states, grads, versions, names."""
-    from helpers.graph import describe
-    from helpers.walk import snapshot
+    from backward_twice.graph import describe
+    from backward_twice.walk import snapshot
 
     snap = snapshot(root, max_nodes=2_000)
     grads = {n: (None if t.grad is None else t.grad.clone()) for n, t in ns.items()
@@ -324,7 +324,7 @@ def test_a_tiny_cap_still_draws_the_stop_and_counts_the_rest():
 
 
 def _stop_box(name):
-    from helpers.diagnose import STOP_FILL
+    from backward_twice.diagnose import STOP_FILL
     return f'<TD BGCOLOR="{STOP_FILL}"><B>{name}</B>'
 
 
@@ -351,10 +351,10 @@ def test_a_long_loop_is_drawn_around_the_stop_a_short_one_whole():
     assert "the graph around it" in d.picture.dot and '-> above [color="' in d.picture.dot   # the path goes on, thick
     # the graph drawn from the loss op by op, as the diagnosis drew it before (60 nodes): too wide
     # to read (draw() itself now folds the repeated steps; here they are drawn one by one)
-    from helpers import render
-    from helpers.walk import snapshot
+    from backward_twice import render
+    from backward_twice.walk import snapshot
     assert svg_text_px(render.svg_from_dot(render.to_dot(snapshot(ns["loss"], max_nodes=60))))[0] < 7
-    from helpers.diagnosis_picture import fits
+    from backward_twice.diagnosis_picture import fits
     assert fits(d.picture)
     ns, err, _ = failing("frozen_encoder")                  # a short graph that fits one screen: drawn whole
     short = why_backward_failed(err, names=ns)
@@ -365,7 +365,7 @@ def test_a_long_loop_is_drawn_around_the_stop_a_short_one_whole():
     ns, err, _ = failing("rnn_plain_state")
     tall = why_backward_failed(err, names=ns)
     assert tall.picture.text.startswith("focus on") and fits(tall.picture)
-    import helpers.diagnosis_picture as dp
+    import backward_twice.diagnosis_picture as dp
     limit, dp.CORE_MAX_HEIGHT_PX = dp.CORE_MAX_HEIGHT_PX, 10_000     # a taller screen: drawn whole
     try:
         assert not why_backward_failed(err, names=ns).picture.text.startswith("focus on")
@@ -396,7 +396,7 @@ def test_magic_in_a_real_ipython_shell():
     try:
         ip.run_cell(PRELUDE + textwrap.dedent(LOOPS["reset_not_called"]).replace("backward(loss)", "loss.backward()"))
         assert "backward through the graph a second time" in str(sys.last_value)
-        ip.run_cell("%load_ext helpers.diagnose")
+        ip.run_cell("%load_ext backward_twice")
         d = ip.run_cell("%why_backward").result
         assert d.verdict == "stopped" and d.culprits[0] == "neuron.v"
         assert "neuron.reset()" in d.fix and "names unavailable" not in d.message
@@ -432,8 +432,8 @@ def test_draw_steps_colours_each_step():
 
 
 def test_render_marks_fills_path_and_legend_are_additive():
-    from helpers import render
-    from helpers.walk import snapshot
+    from backward_twice import render
+    from backward_twice.walk import snapshot
 
     x = torch.ones(2, requires_grad=True)
     snap = snapshot((x * 2).exp().sum())
@@ -505,7 +505,7 @@ def test_draw_steps_of_a_long_loop_is_drawn_where_the_steps_meet_and_reads():
     assert pic.saved_states_by_step()[1]["freed"] > 0 and pic.saved_states_by_step()[2]["freed"] == 0
     # the graph drawn whole, as before: unreadable at notebook width, its text too small or the
     # picture taller than two screens (modules.SCREEN_PX), where the focused one is neither
-    from helpers.modules import SCREEN_PX
+    from backward_twice.modules import SCREEN_PX
 
     def shown_height_px(svg):
         px, shown = svg_text_px(svg)
@@ -519,7 +519,7 @@ def test_draw_steps_of_a_long_loop_is_drawn_where_the_steps_meet_and_reads():
 
 
 def test_draw_steps_takes_a_focus_and_draws_small_graphs_whole():
-    from helpers.diagnosis_picture import fits
+    from backward_twice.diagnosis_picture import fits
     torch.manual_seed(0)                  # notebook 10 section 1's loop: small, fits one screen whole
     W, U = torch.randn(3, 4, requires_grad=True), torch.randn(4, 4, requires_grad=True)
     small_clock, h = StepClock(), torch.zeros(1, 4)
@@ -540,7 +540,7 @@ def test_draw_steps_takes_a_focus_and_draws_small_graphs_whole():
 
 
 def test_path_words_writes_a_repeated_block_once_with_its_count():
-    from helpers.diagnose import path_words
+    from backward_twice.diagnose import path_words
 
     step = ["AddBackward0", "AddmmBackward0", "TanhBackward0"]
     path = ["MseLossBackward0", "AddmmBackward0", "TanhBackward0"] + step * 29
@@ -981,7 +981,7 @@ def test_same_step_diagnosis_reads_only(monkeypatch):
 
 # -- measured, not assumed --------------------------------------------------------------------
 def _node_count(t):
-    from helpers.trace import reachable_nodes
+    from backward_twice.trace import reachable_nodes
     return len(reachable_nodes(t))
 
 
@@ -1211,11 +1211,11 @@ def test_inplace_through_an_alias_without_source_names_every_name():
     assert "probs +=" not in d.message and "preds +=" not in d.message, d.message
 
 
-# -- helpers.names: where people keep tensors --------------------------------------------------
+# -- backward_twice.names: where people keep tensors --------------------------------------------------
 def test_names_are_found_in_containers_objects_and_private_attributes_within_bounds():
     import collections
 
-    from helpers import names
+    from backward_twice import names
 
     class Box:
         def __init__(self):

@@ -10,7 +10,7 @@ import textwrap
 import pytest
 from diagnosis_corpus import harness, score
 
-from helpers.names import named_tensors
+from backward_twice.names import named_tensors
 
 ALL = harness.programs()
 IDS = [f"{harness.split_of(p)}/{p.stem}" for p in ALL]
@@ -23,7 +23,7 @@ def shell():
 
     ip = InteractiveShell.instance()
     ip.run_line_magic("xmode", "Minimal")       # the traceback is not under test: one line, and fast
-    ip.run_cell("%load_ext helpers.diagnose")
+    ip.run_cell("%load_ext backward_twice")
     try:
         yield ip
     finally:

@@ -4,7 +4,7 @@ Hypothesis writes small random programs of tensor ops (views, in-place ops, ops 
 several outputs, custom autograd.Functions, hooks, detach, no-grad regions), runs them,
 and draws the graph before backward, after backward (with or without retain_graph),
 and after a second backward. Every picture must satisfy, checked independently of
-helpers.walk:
+backward_twice.walk:
 
 - it never crashes and never hangs (each example runs under a timer);
 - it shows exactly the nodes reachable from the roots through `next_functions`
@@ -39,13 +39,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from torch import nn
 
-from helpers import render
-from helpers.graph import compare, describe, draw, watch
-from helpers.modules import record_modules
-from helpers.render import far_leaf_uses, folded_transposes
-from helpers.snapshot import GraphInputError, SavedState
-from helpers.trace import BackwardTrace
-from helpers.walk import snapshot
+from backward_twice import render
+from backward_twice.graph import compare, describe, draw, watch
+from backward_twice.modules import record_modules
+from backward_twice.render import far_leaf_uses, folded_transposes
+from backward_twice.snapshot import GraphInputError, SavedState
+from backward_twice.trace import BackwardTrace
+from backward_twice.walk import snapshot
 
 _common = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
                print_blob=True)

@@ -2,7 +2,7 @@
 tests/golden/<notebook>/<cell id>.<k>.dot, and a change to a picture is a diff reviewed on purpose.
 
 How it holds together, cheaply (no notebook is run here):
-- each picture's output carries its DOT (helpers.graph.DOT_MIME); nbval compares it like
+- each picture's output carries its DOT (backward_twice.graph.DOT_MIME); nbval compares it like
   text/plain, so a fresh run that draws differently fails nbval;
 - this test compares the committed outputs with tests/golden/.
 After reviewing a picture change: regenerate the notebook (bash scripts/regen), then
@@ -15,7 +15,7 @@ import nbformat
 import pytest
 import torch
 
-from helpers.graph import DOT_MIME, dot_record, draw
+from backward_twice.graph import DOT_MIME, dot_record, draw
 from scripts import golden, notebooks
 
 NOTEBOOKS = notebooks()

@@ -1,4 +1,4 @@
-"""helpers.graph: draw, compare and watch, and their text form (freed vs held around backward, the cap)."""
+"""backward_twice.graph: draw, compare and watch, and their text form (freed vs held around backward, the cap)."""
 import base64
 import re
 
@@ -6,8 +6,8 @@ import pytest
 import torch
 from autograd_programs import Square, chain, seed_graph
 
-from helpers.graph import compare, draw, watch
-from helpers.walk import snapshot
+from backward_twice.graph import compare, draw, watch
+from backward_twice.walk import snapshot
 
 
 def op_names(snap):
@@ -151,7 +151,7 @@ def _two_muls():
 
 
 def test_compare_with_a_trace_marks_what_ran_as_watch_does():
-    from helpers.trace import BackwardTrace
+    from backward_twice.trace import BackwardTrace
 
     t = seed_graph()
     with watch(t["d"], t["e"], names=t) as w:
@@ -168,7 +168,7 @@ def test_compare_with_a_trace_marks_what_ran_as_watch_does():
 
 
 def test_compare_trace_ids_follow_the_nodes_not_the_order_of_the_roots():
-    from helpers.trace import BackwardTrace
+    from backward_twice.trace import BackwardTrace
 
     t = _two_muls()
     before = draw(t["d"], t["e"], names=t)
@@ -184,8 +184,8 @@ def test_compare_trace_ids_follow_the_nodes_not_the_order_of_the_roots():
 
 
 def test_compare_trace_of_another_graph_is_a_clear_error():
-    from helpers.snapshot import GraphInputError
-    from helpers.trace import BackwardTrace
+    from backward_twice.snapshot import GraphInputError
+    from backward_twice.trace import BackwardTrace
 
     t, u = seed_graph(), seed_graph()                   # two graphs of the same shape
     before = draw(t["d"], names=t)
@@ -202,7 +202,7 @@ def test_compare_trace_of_another_graph_is_a_clear_error():
 
 
 def test_compare_trace_over_more_than_is_drawn_names_the_rest():
-    from helpers.trace import BackwardTrace
+    from backward_twice.trace import BackwardTrace
 
     x, y = chain(20)
     before = draw(y, max_nodes=5)

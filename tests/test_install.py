@@ -44,14 +44,14 @@ def test_helpers_declares_every_package_it_imports_with_a_lower_bound_the_pins_m
     deps = {Requirement(d).name.lower(): Requirement(d) for d in
             tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]}
     imported = set()
-    for path in (ROOT / "helpers").glob("*.py"):
+    for path in [*(ROOT / "backward_twice").rglob("*.py"), *(ROOT / "helpers").rglob("*.py")]:
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Import):
                 imported |= {a.name.split(".")[0] for a in node.names}
             elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
                 imported.add(node.module.split(".")[0])
-    third_party = {m.lower() for m in imported} - set(sys.stdlib_module_names) - {"helpers", "__future__"}
-    assert third_party <= set(deps), f"imported by helpers but not declared: {third_party - set(deps)}"
+    third_party = {m.lower() for m in imported} - set(sys.stdlib_module_names) - {"helpers", "backward_twice", "__future__"}
+    assert third_party <= set(deps), f"imported by backward_twice or helpers but not declared: {third_party - set(deps)}"
     learners = pins("requirements.txt")
     for name, req in deps.items():
         assert all(op.startswith(">") for op in (s.operator for s in req.specifier)), f"{name}: lower bounds only"
@@ -148,3 +148,16 @@ def test_scripts_write_into_the_checkout_they_run_in(tmp_path):
     assert done.returncode == 0, done.stdout[-1000:] + done.stderr[-2000:]
     assert (two / "build" / "student" / first).is_file(), done.stdout
     assert files(one) == before and not (one / "build").exists(), sorted(set(files(one)) - set(before))
+
+
+def test_the_repository_address_is_defined_once():
+    """scripts/course_cells.py's REPOSITORY is the one address: the notebooks' install cells, the
+    Binder badge and the docs all name it (a fork sets it there and re-runs course_cells)."""
+    assert course_cells.stale_addresses() == []
+    named = set()
+    for path in [*notebooks(), *(ROOT / name for name in course_cells.ADDRESS_FILES)]:
+        named |= {m.group(0).split("/", 1)[1] if "github.com/" in m.group(0) else m.group(0)
+                  for m in re.finditer(course_cells.ADDRESS, path.read_text())}
+    assert named and all(n.endswith(course_cells.REPOSITORY) for n in named), named
+    assert course_cells.with_address("see https://github.com/someone/backward-twice/blob/main") \
+        == f"see https://github.com/{course_cells.REPOSITORY}/blob/main"

@@ -78,7 +78,7 @@ def test_the_site_exporter_copies_the_current_html_exporter():
 
 
 # ---------------------------------------------------------------------------------------------
-# diag-tool: autograd internals helpers/diagnose.py reads (torch is pinned; each guard says what
+# diag-tool: autograd internals backward_twice/diagnose.py reads (torch is pinned; each guard says what
 # breaks when an upgrade changes it).
 def test_diag_tool_sequence_nr_orders_nodes_by_creation():
     import torch
@@ -93,7 +93,7 @@ def test_diag_tool_sequence_nr_orders_nodes_by_creation():
 def test_diag_tool_freed_and_inplace_errors_read_from_saved_properties():
     import torch
 
-    from helpers.diagnose import _INPLACE_MSG, _VERSIONS, FREED_TEXT, INPLACE_TEXT
+    from backward_twice.diagnose import _INPLACE_MSG, _VERSIONS, FREED_TEXT, INPLACE_TEXT
 
     w = torch.ones(3, requires_grad=True)
     y = (w * 2).exp()
@@ -118,11 +118,11 @@ def test_diag_tool_raw_saved_data_reads_a_changed_tensor_without_the_check():
     w = torch.ones(3, requires_grad=True)
     z = (w * 2).sigmoid()
     z.add_(1)
-    from helpers.walk import raw_saved_tensor
+    from backward_twice.walk import raw_saved_tensor
 
     raw = raw_saved_tensor(z.grad_fn.next_functions[0][0], "result")
     assert isinstance(raw, torch.Tensor) and raw._version == 1, (
-        "_raw_saved_<slot>.data no longer gives the saved tensor: helpers.walk.raw_saved_tensor, and so "
+        "_raw_saved_<slot>.data no longer gives the saved tensor: backward_twice.walk.raw_saved_tensor, and so "
         "the in-place diagnosis, cannot name it")
     assert raw.untyped_storage().data_ptr() == z.untyped_storage().data_ptr()
     assert z.grad_fn._sequence_nr() > z.grad_fn.next_functions[0][0]._sequence_nr(), (
@@ -152,7 +152,7 @@ def test_diag_tool_anomaly_mode_records_the_forward_stack_in_metadata():
 def test_diag_tool_engine_frame_holds_the_backward_outputs():
     import torch
 
-    from helpers.diagnose import _tensors_from_traceback
+    from backward_twice.diagnose import _tensors_from_traceback
 
     w = torch.ones(3, requires_grad=True)
     loss = (w * 2).exp().sum()
@@ -170,7 +170,7 @@ def test_diag_tool_indexed_assignment_is_a_copyslices_node():
     out[0] = torch.ones(1, requires_grad=True).sum()
     assert out.grad_fn.name().endswith("CopySlices"), "out[i] = ... is no longer a CopySlices node"
 
-# ---- engine-robust: autograd's raw saved variables (helpers/walk.py, _raw_saved and _hooked_saved) ----
+# ---- engine-robust: autograd's raw saved variables (backward_twice/walk.py, _raw_saved and _hooked_saved) ----
 # The walk reads what a node saved without unpacking it when a saved-tensor hook may run user
 # code (a non-reentrant torch.utils.checkpoint re-runs the forward on each unpack). It relies
 # on: `node._raw_saved_<slot>` / `node._raw_saved_tensors` giving torch._C._autograd.SavedTensor
@@ -180,9 +180,9 @@ def test_raw_saved_variables_are_read_without_unpacking():
     import torch
     from torch.utils import checkpoint
 
-    from helpers import walk
+    from backward_twice import walk
 
-    where = ("torch changed its raw saved variables: helpers/walk.py (_raw_saved, _hooked_saved, "
+    where = ("torch changed its raw saved variables: backward_twice/walk.py (_raw_saved, _hooked_saved, "
              "_packed_saved) reads them so that drawing a checkpointed graph re-runs no user code")
     calls = []
 
@@ -221,7 +221,7 @@ def test_raw_saved_variables_are_read_without_unpacking():
 
 # --- diag-fix: internals the diag-fix rules read ---
 def test_diag_fix_function_nodes_are_backward_cfunctions_with_one_metadata_per_output():
-    """helpers.diagnose._opaque_shared: a custom (or compiled) autograd.Function's node is a
+    """backward_twice.diagnose._opaque_shared: a custom (or compiled) autograd.Function's node is a
     torch.autograd.function.BackwardCFunction, len(_input_metadata) is its number of outputs, and a
     tensor's output_nr says which output it is."""
     import torch
@@ -246,14 +246,14 @@ def test_diag_fix_function_nodes_are_backward_cfunctions_with_one_metadata_per_o
 
 # --- issue 22: what diagnose reads of a reentrant checkpoint and a compiled graph ---
 def test_released_function_state_and_the_names_diagnose_trusts():
-    """helpers.diagnose._released and READS_ITS_STATE: a reentrant checkpoint's node is
+    """backward_twice.diagnose._released and READS_ITS_STATE: a reentrant checkpoint's node is
     CheckpointFunctionBackward and torch.compile's (aot_eager) CompiledFunctionBackward, both
     BackwardCFunctions; once backwarded, reading ctx.saved_tensors raises the freed-graph text, and
     both backwards read it (a second backward raises). The donated-buffers text is AOTAutograd's."""
     import torch
     from torch.utils.checkpoint import checkpoint
 
-    from helpers.diagnose import DONATED_TEXT, FREED_TEXT, READS_ITS_STATE
+    from backward_twice.diagnose import DONATED_TEXT, FREED_TEXT, READS_ITS_STATE
 
     lin = torch.nn.Linear(3, 2)
     x = torch.randn(2, 3, requires_grad=True)

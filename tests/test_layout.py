@@ -1,14 +1,14 @@
-"""helpers.layout: every picture is laid out under a time limit (issue 18 §4, "bounded layout").
+"""backward_twice.layout: every picture is laid out under a time limit (issue 18 §4, "bounded layout").
 No timing is asserted: which path a source takes is decided by its measured cost, and the
 time limit is tested by making it tiny."""
 import pytest
 import torch
 
-from helpers import layout, render
-from helpers.graph import draw
-from helpers.picture.figure import Picture
-from helpers.picture.text_form import describe
-from helpers.walk import snapshot
+from backward_twice import layout, render
+from backward_twice.graph import draw
+from backward_twice.picture.figure import Picture
+from backward_twice.picture.text_form import describe
+from backward_twice.walk import snapshot
 
 
 def op_by_op(loss, names):
@@ -95,7 +95,7 @@ def test_an_svgs_size_is_read_by_one_regex_in_one_place():
     import pathlib
     import re
 
-    from helpers.picture import layout as picture_layout
+    from backward_twice.picture import layout as picture_layout
 
     root = pathlib.Path(picture_layout.__file__).parents[1]
     readers = [f"{p.relative_to(root)}:{i}" for p in sorted(root.rglob("*.py"))
@@ -129,7 +129,7 @@ def dense_by_concatenation(layers, d=4):
 def test_a_refused_picture_does_not_read_so_a_simpler_one_is_drawn():
     # 40 layers: the whole graph (cost 30,581) is refused; its small note used to count as a
     # picture that reads, so draw() showed the refusal instead of trying fewer nodes
-    from helpers.picture.layout import refused
+    from backward_twice.picture.layout import refused
 
     pic = draw(dense_by_concatenation(40))
     assert layout.measure(pic.dot).total > layout.REFUSE_COST

@@ -1,4 +1,4 @@
-"""helpers.memory: SavedBytes (what a forward saves) and LiveSaved (what graphs hold now).
+"""backward_twice.memory: SavedBytes (what a forward saves) and LiveSaved (what graphs hold now).
 
 Exact counts from shapes, releases seen at the moment autograd drops a saved tensor,
 no reference cycles, gradients unchanged, and autograd's in-place check kept."""
@@ -11,8 +11,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from helpers.memory import LiveSaved, SavedBytes
-from helpers.walk import snapshot
+from backward_twice.memory import LiveSaved, SavedBytes
+from backward_twice.walk import snapshot
 
 
 # -- SavedBytes --------------------------------------------------------------------------

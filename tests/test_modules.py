@@ -9,12 +9,12 @@ import torch
 from test_readability import svg_text_px
 from torch import nn
 
-from helpers import render
-from helpers.graph import READABLE_WIDTH_PT, draw, svg_width_pt
-from helpers.modules import SCREEN_PX, record_modules, shown_px
+from backward_twice import render
+from backward_twice.graph import READABLE_WIDTH_PT, draw, svg_width_pt
+from backward_twice.modules import SCREEN_PX, record_modules, shown_px
+from backward_twice.snapshot import GraphInputError, fmt_bytes
+from backward_twice.walk import snapshot
 from helpers.multitask import CatCarNet, make_images
-from helpers.snapshot import GraphInputError, fmt_bytes
-from helpers.walk import snapshot
 
 
 class Block(nn.Module):
@@ -319,7 +319,7 @@ def test_a_title_heads_the_text_form_of_a_module_picture():
 
 @pytest.mark.parametrize("bad", [False, 5, 1, {"cat": 1}, ["cat", 2]])
 def test_expand_takes_true_or_module_paths_and_says_so(bad):
-    from helpers.snapshot import GraphInputError
+    from backward_twice.snapshot import GraphInputError
 
     m = torch.nn.Sequential(torch.nn.Linear(2, 3), torch.nn.ReLU(), torch.nn.Linear(3, 1))
     with record_modules(m):

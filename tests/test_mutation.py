@@ -8,7 +8,7 @@ first notebook:
 - helper/ : the committed outputs are intact, but the kernel's helpers stop marking freed
   buffers (reading a freed saved tensor is reported "held"). This is injected into the
   kernel process only, through a sitecustomize.py on PYTHONPATH that patches
-  helpers.walk right after it is imported, and only for kernels started in helper/.
+  backward_twice.walk right after it is imported, and only for kernels started in helper/.
   Every cell whose committed output shows a FREED buffer must fail. The patch reports to a
   file each time it turns a freed buffer into a held one (or that it found nothing to
   patch), and the test first requires those reports: a renamed function cannot make the
@@ -38,7 +38,7 @@ import importlib.abc, importlib.util, os, sys
 if os.path.basename(os.getcwd()) == "helper":
     class _PatchWalk(importlib.abc.MetaPathFinder):
         def find_spec(self, name, path, target=None):
-            if name != "helpers.walk":
+            if name != "backward_twice.walk":
                 return None
             sys.meta_path.remove(self)
             spec = importlib.util.find_spec(name)
@@ -118,7 +118,7 @@ def test_nbval_fails_on_a_changed_output_and_on_a_changed_helper(tmp_path):
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     # first: the mutation really ran inside the kernel
     reports = mark.read_text().split() if mark.exists() else []
-    assert "missing" not in reports, ("the mutation found no helpers.walk._unreadable_state to patch (renamed?): "
+    assert "missing" not in reports, ("the mutation found no backward_twice.walk._unreadable_state to patch (renamed?): "
                                       "update SITECUSTOMIZE in tests/test_mutation.py")
     assert reports.count("mutated") > 0, ("the mutation never turned a freed buffer into a held one inside the "
                                           "kernel, so the failures below would prove nothing:\n" + done.stdout[-2000:])

@@ -5,28 +5,29 @@ import re
 import pytest
 import torch
 
-from helpers import legend, step_through, watch
-from helpers.diagnosis_picture import StepClock, draw_steps
-from helpers.graph import draw
-from helpers.picture import palette
-from helpers.picture.snapshot_boxes import holder_words, saved_rows
-from helpers.snapshot import Saved, SavedState
+from backward_twice import legend, step_through, watch
+from backward_twice.diagnosis_picture import StepClock, draw_steps
+from backward_twice.graph import draw
+from backward_twice.picture import palette
+from backward_twice.picture.snapshot_boxes import holder_words, saved_rows
+from backward_twice.snapshot import Saved, SavedState
 
-HELPERS = pathlib.Path(__file__).resolve().parent.parent / "helpers"
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+TOOL = ROOT / "backward_twice"
 COLOUR = re.compile(r"#[0-9a-fA-F]{6}\b")
 
 
 def test_the_palette_refuses_a_colour_with_two_meanings():
-    src = (HELPERS / "picture" / "palette.py").read_text()
+    src = (TOOL / "picture" / "palette.py").read_text()
     twice = src.replace('("PAIR", "#999999"', '("PAIR", "#6a3d9a"')      # purple: already 'ran #k'
     with pytest.raises(ValueError, match="#6a3d9a means both"):
-        exec(compile(twice, "palette_twice.py", "exec"), {"__name__": "helpers.picture.palette_twice",
-                                                        "__package__": "helpers.picture"})
+        exec(compile(twice, "palette_twice.py", "exec"), {"__name__": "backward_twice.picture.palette_twice",
+                                                        "__package__": "backward_twice.picture"})
 
 
 def test_every_colour_in_the_picture_code_is_registered():
-    for p in [*HELPERS.glob("picture/*.py"), HELPERS / "modules.py", HELPERS / "diagnosis_picture.py",
-              HELPERS / "stepper.py", HELPERS / "graph.py", HELPERS / "render.py", HELPERS / "plots.py"]:
+    for p in [*TOOL.glob("picture/*.py"), TOOL / "modules.py", TOOL / "diagnosis_picture.py",
+              TOOL / "stepper.py", TOOL / "graph.py", TOOL / "render.py", ROOT / "helpers" / "plots.py"]:
         if p.name == "palette.py":
             continue
         stray = set(COLOUR.findall(p.read_text())) - set(palette.MEANINGS)
@@ -85,7 +86,7 @@ def test_one_colour_one_meaning_across_every_tool():
         clock.tick()
         h = torch.tanh(h * w2)
     dots.append(draw_steps(h, clock=clock, names={"w": w2}).dot)
-    from helpers.diagnose import why_backward_failed
+    from backward_twice.diagnose import why_backward_failed
     loss = h.sum()
     loss.backward()
     try:
@@ -109,7 +110,7 @@ def test_one_colour_one_meaning_across_every_tool():
 def test_a_legend_that_gives_grey_another_meaning_fails():
     """The old legend said 'recomputed ...' and 'shared buffer ...' beside one grey swatch: two
     meanings. The check refuses it, and palette.entries merges every grey detail into one entry."""
-    from helpers.picture.dot_writer import legend_html
+    from backward_twice.picture.dot_writer import legend_html
 
     two = legend_html([(palette.swatch(palette.VALUE), "recomputed in backward (checkpoint), not held"),
                        (palette.swatch(palette.VALUE), "shared buffer: counted once")])

@@ -115,7 +115,7 @@ def test_every_committed_picture_is_readable_at_notebook_width(path):
 
 
 # ---- core paths (issue 20 §4): 11 px and 900 px, read with the engine's one readability rule ----
-from helpers.picture.layout import CORE_MAX_HEIGHT_PX, CORE_TEXT_PX, reads_at, shown_px, smallest_text_px  # noqa: E402
+from backward_twice.picture.layout import CORE_MAX_HEIGHT_PX, CORE_TEXT_PX, reads_at, shown_px, smallest_text_px  # noqa: E402
 from scripts import lengths, skeleton  # noqa: E402
 
 

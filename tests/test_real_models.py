@@ -1,5 +1,5 @@
 """A smoke corpus of real models (issue 18 §4): each drawn before and after backward with
-draw, watch and compare. No crash, no hang (layout is time-limited: helpers.layout), and the
+draw, watch and compare. No crash, no hang (layout is time-limited: backward_twice.layout), and the
 figures make sense: before backward nothing is freed and no parameter counts as an activation;
 after it, every saved tensor is freed with its size known, and each freed parameter is still held
 by its leaf (the graph let go; the memory stays)."""
@@ -10,9 +10,9 @@ import torch
 from test_robust import small_resnet
 from torch import nn
 
-from helpers import layout
-from helpers.graph import compare, draw, watch
-from helpers.snapshot import SavedKind
+from backward_twice import layout
+from backward_twice.graph import compare, draw, watch
+from backward_twice.snapshot import SavedKind
 
 
 class _TransformerBlock(nn.Module):

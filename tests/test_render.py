@@ -1,4 +1,4 @@
-"""helpers.render: DOT from a Snapshot (byte for byte what graphviz's own calls write), HTML
+"""backward_twice.render: DOT from a Snapshot (byte for byte what graphviz's own calls write), HTML
 escaping, bounded layout, and SVG with or without a system `dot`."""
 import html
 import os
@@ -12,9 +12,9 @@ from autograd_programs import cat_car, node_places, seed_graph, two_losses
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from helpers import render
-from helpers.graph import draw
-from helpers.walk import snapshot
+from backward_twice import render
+from backward_twice.graph import draw
+from backward_twice.walk import snapshot
 
 
 def _graphs():
@@ -32,12 +32,12 @@ def _graphs():
 
 
 def test_the_dot_writer_writes_every_box_and_edge_of_the_scene():
-    """DOT is written from the scene alone (helpers.picture.dot_writer): Graphviz reads back
+    """DOT is written from the scene alone (backward_twice.picture.dot_writer): Graphviz reads back
     exactly the scene's boxes and edges, ids prefixed for a half of a pair, user text escaped."""
     import pygraphviz
 
-    from helpers.picture import dot_writer
-    from helpers.picture.build import scene_of
+    from backward_twice.picture import dot_writer
+    from backward_twice.picture.build import scene_of
 
     for snap in _graphs():
         for prefix in ("", "L_"):
@@ -72,9 +72,10 @@ def test_layout_iterations_are_bounded():
 # ---------------------------------------------------------------- engines
 def test_renders_with_no_dot_on_path(tmp_path):
     """Fresh interpreter, PATH without any `dot`: the bundled engine draws, nothing leaks to stderr."""
-    code = ("import torch; from helpers.graph import draw\n"
+    code = ("import torch; from backward_twice.graph import draw\n"
             "a = torch.ones(2, requires_grad=True); s = draw((a * a).sum(), names={'a': a}).svg\n"
-            "from helpers import render; print(render.engine(), '<svg' in s, 'PowBackward0' in s or 'MulBackward0' in s)\n")
+            "from backward_twice import render\n"
+            "print(render.engine(), '<svg' in s, 'PowBackward0' in s or 'MulBackward0' in s)\n")
     env = dict(os.environ, PATH=str(tmp_path))
     env.pop("BACKWARD_TWICE_ENGINE", None)
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
@@ -180,7 +181,7 @@ def test_every_picture_has_a_legend_of_the_marks_it_uses():
 
 
 def test_watch_marks_the_nodes_backward_ran_in_order():
-    from helpers.graph import watch
+    from backward_twice.graph import watch
 
     names = seed_graph()
     d, e = names["d"], names["e"]
@@ -197,7 +198,7 @@ def test_watch_marks_the_nodes_backward_ran_in_order():
 
 
 def test_a_pair_too_wide_side_by_side_is_stacked():
-    from helpers.graph import READABLE_WIDTH_PT, compare, svg_width_pt
+    from backward_twice.graph import READABLE_WIDTH_PT, compare, svg_width_pt
 
     torch.manual_seed(0)
     xs = [torch.randn(3, requires_grad=True) for _ in range(4)]
@@ -241,7 +242,7 @@ def test_pictures_cap_gradients_and_drop_size_bookkeeping():
 
 
 def test_one_buffer_saved_by_two_slots_is_said_and_counted_once():
-    from helpers.graph import watch
+    from backward_twice.graph import watch
 
     x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
     y = x * 2
@@ -264,7 +265,7 @@ def test_one_buffer_saved_by_two_slots_is_said_and_counted_once():
 
 
 def test_the_box_whose_grad_changed_is_marked():
-    from helpers.graph import watch
+    from backward_twice.graph import watch
 
     x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
     w_ = torch.tensor([1.0, 1.0, 1.0], requires_grad=True)
@@ -303,7 +304,7 @@ def test_a_pair_draws_each_node_in_the_same_place_before_and_after():
     """Notebook 02 after loss_car.backward(): FREED marks, new grads and 'ran #k' badges change
     the sizes of the boxes of 'after'. Each box is drawn at its larger size in both halves, so
     every node keeps its place, side by side (in its cluster) and stacked (in its picture)."""
-    from helpers.graph import watch
+    from backward_twice.graph import watch
 
     loss_cat, loss_car, names = cat_car()
     with watch(loss_cat, loss_car, names=names, label="loss_car.backward()") as w:
@@ -334,7 +335,7 @@ def test_a_pair_of_two_different_graphs_keeps_its_own_sizes():
 
 def test_03_pair_after_loss2_keeps_its_layout():
     """Notebook 03's two-loss example after loss2.backward() (W's grad grows, the trunk frees)."""
-    from helpers.graph import watch
+    from backward_twice.graph import watch
 
     loss1, loss2, names = two_losses()
     with watch(loss1, loss2, names=names, label="loss2.backward()") as w:
@@ -357,8 +358,8 @@ def test_box_sizes_are_the_largest_and_stretch_the_name_row():
     for nid in both:
         assert both[nid] == tuple(max(e[nid][i] for e in each) for i in (0, 1))
     assert each[0]["op4"][0] < each[1]["op4"][0]          # PowBackward0 FREED: wider after
-    from helpers.picture import dot_writer, shared_sizes
-    from helpers.picture.build import scene_of
+    from backward_twice.picture import dot_writer, shared_sizes
+    from backward_twice.picture.build import scene_of
 
     scene = scene_of(after, marks=render.Marks(ran={"op4": (1,)}), legend=False)
     shared_sizes.apply(scene, {"op4": (120, 40)})
@@ -413,7 +414,7 @@ def test_a_linear_weights_transpose_is_an_edge_marked_T():
 
 
 def test_a_transpose_that_ran_says_its_order():
-    from helpers.graph import watch
+    from backward_twice.graph import watch
 
     lin, loss = _linear()
     names = dict(lin.named_parameters())
@@ -450,7 +451,7 @@ def test_a_pair_stays_side_by_side_while_its_text_reads_at_notebook_width():
     tests/test_readability.py, which smallest_text_px follows)."""
     from test_readability import svg_text_px
 
-    from helpers.graph import MIN_TEXT_PX, READABLE_WIDTH_PT, smallest_text_px, svg_width_pt, watch
+    from backward_twice.graph import MIN_TEXT_PX, READABLE_WIDTH_PT, smallest_text_px, svg_width_pt, watch
 
     torch.manual_seed(0)
     a = torch.rand(1, 4, requires_grad=True)
@@ -487,8 +488,8 @@ def _style_losses():
 
 
 def test_a_too_tall_after_view_draws_the_changed_region_and_counts_the_rest():
-    from helpers.graph import watch
-    from helpers.picture.layout import CORE_MAX_HEIGHT_PX, CORE_TEXT_PX, reads_at, shown_px
+    from backward_twice.graph import watch
+    from backward_twice.picture.layout import CORE_MAX_HEIGHT_PX, CORE_TEXT_PX, reads_at, shown_px
     image, losses = _style_losses()
     with watch(*losses.values(), names={"image": image, **losses}, title="style1.backward()") as w:
         losses["style1"].backward()
@@ -507,7 +508,7 @@ def test_a_too_tall_after_view_draws_the_changed_region_and_counts_the_rest():
 
 
 def test_a_short_after_view_draws_every_box_and_leaves_out_the_settings():
-    from helpers.graph import watch
+    from backward_twice.graph import watch
     x = torch.tensor([1.0, 2.0], requires_grad=True)
     y = (x * 3).pow(2).sum()
     with watch(y, names={"x": x, "y": y}) as w:
@@ -519,7 +520,7 @@ def test_a_short_after_view_draws_every_box_and_leaves_out_the_settings():
 
 
 def test_a_legend_takes_as_many_columns_as_fit_the_notebook_width():
-    from helpers.picture import legend, palette
+    from backward_twice.picture import legend, palette
     many = palette.entries(["leaf", "op", "named", "held", "freed", "shared", "ran", "changed", "faded", "transpose"])
     n = legend.columns(many)
     assert n >= 3 and legend._legend_width(tuple(many), n) <= legend.LEGEND_BUDGET_PT
@@ -545,8 +546,8 @@ def test_a_transpose_of_a_transpose_is_drawn_as_boxes_not_dangling_edges():
 def test_the_changed_region_keeps_a_shared_weights_far_uses_far():
     """An RNN whose weight's .grad changed: its far uses are reference boxes of their own, not the
     weight again, so the region does not pull every step back in (it was 5,512 pt wide)."""
-    from helpers.graph import watch
-    from helpers.picture.layout import MIN_TEXT_PX, reads_at
+    from backward_twice.graph import watch
+    from backward_twice.picture.layout import MIN_TEXT_PX, reads_at
     torch.manual_seed(0)
     w = torch.randn(4, 4, requires_grad=True)
     h, losses = torch.zeros(1, 4), []
@@ -562,7 +563,7 @@ def test_the_changed_region_keeps_a_shared_weights_far_uses_far():
 def test_an_after_view_with_nothing_to_fold_keeps_its_full_title():
     """Everything ran (one backward through a long chain): there is no region to draw, so the view
     is the full one, titled as such, never 'and its neighbours' over the whole graph."""
-    from helpers.graph import watch
+    from backward_twice.graph import watch
     x = torch.ones(3, requires_grad=True)
     h = x
     for _ in range(30):

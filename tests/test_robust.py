@@ -6,9 +6,9 @@ import pytest
 import torch
 from torch import nn
 
-from helpers.graph import draw
-from helpers.snapshot import GraphInputError, fmt_number, fmt_values
-from helpers.walk import snapshot
+from backward_twice.graph import draw
+from backward_twice.snapshot import GraphInputError, fmt_number, fmt_values
+from backward_twice.walk import snapshot
 
 
 # ---------------------------------------------------------------- complex leaves
@@ -132,8 +132,8 @@ def test_drawing_a_checkpointed_graph_runs_no_user_code_and_holds_nothing():
 
 @pytest.mark.parametrize("tool", ["step_through", "watch"])
 def test_a_checkpointed_backward_still_works_under_the_tools(tool):
-    from helpers.graph import watch
-    from helpers.stepper import step_through
+    from backward_twice.graph import watch
+    from backward_twice.stepper import step_through
 
     alone_calls = []
     loss, x, mods = _checkpointed_mlp(alone_calls)
@@ -172,7 +172,7 @@ def small_resnet():
 
 
 def test_memory_totals_separate_activations_from_parameters_and_inputs_saved_by_reference():
-    from helpers.modules import record_modules
+    from backward_twice.modules import record_modules
 
     model, x = small_resnet(), torch.randn(2, 3, 8, 8)
     with record_modules(model):
@@ -190,7 +190,7 @@ def test_memory_totals_separate_activations_from_parameters_and_inputs_saved_by_
     pic = draw(loss, modules=model)
     total = m.activations + m.by_reference
     # the model's line: held total, then what backward frees (was: one total, weights included)
-    from helpers.snapshot import fmt_bytes
+    from backward_twice.snapshot import fmt_bytes
     assert f"held ({fmt_bytes(m.activations)} activations)" in pic.text
     assert fmt_bytes(total) in pic.text.splitlines()[1]
     flat = draw(loss, max_nodes=20_000).text
@@ -225,7 +225,7 @@ def _freed(snap):
 
 
 def test_held_by_notebook_00_a_freed_slot_whose_leaf_is_still_alive():
-    from helpers.graph import watch
+    from backward_twice.graph import watch
 
     a = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)      # 00 [12]
     b = a * a
@@ -251,7 +251,7 @@ def test_held_by_is_empty_when_only_the_graph_held_it_and_unknown_without_a_walk
 def test_held_by_notebook_02_feats_freed_under_relu_yet_held_by_the_car_head():
     import torch.nn.functional as F
 
-    from helpers.graph import watch
+    from backward_twice.graph import watch
     from helpers.multitask import CatCarNet, make_images
 
     x, y = make_images(16, seed=0)
@@ -279,7 +279,7 @@ def test_held_by_notebook_02_feats_freed_under_relu_yet_held_by_the_car_head():
 
 
 def test_held_by_in_the_stepper_frames():
-    from helpers.stepper import step_through
+    from backward_twice.stepper import step_through
 
     a = torch.tensor([1.0, 2.0], requires_grad=True)
     h = a.exp()
@@ -325,8 +325,8 @@ def test_an_input_only_the_graph_holds_is_freed_by_backward_as_its_words_say():
 def test_a_module_box_after_backward_says_how_much_of_what_was_freed_is_still_held():
     """A box that stands for several ops (module call, folded run) sums what backward freed; the
     parameters, BN running stats and x in that sum were never returned (Saved.held_by)."""
-    from helpers.modules import record_modules
-    from helpers.snapshot import fmt_bytes
+    from backward_twice.modules import record_modules
+    from backward_twice.snapshot import fmt_bytes
 
     model, x = small_resnet(), torch.randn(2, 3, 8, 8)
     with record_modules(model):
@@ -343,9 +343,9 @@ def test_a_module_box_after_backward_says_how_much_of_what_was_freed_is_still_he
 
 
 def test_diagnosing_a_checkpointed_graph_runs_no_user_code():
-    """why_backward_failed reads saved tensors through helpers.walk's one reader, which never
+    """why_backward_failed reads saved tensors through backward_twice.walk's one reader, which never
     unpacks a checkpoint's placeholder (each unpack re-ran the block's forward: 9 calls here)."""
-    from helpers.diagnose import why_backward_failed
+    from backward_twice.diagnose import why_backward_failed
 
     calls = []
     loss, x, mods = _checkpointed_mlp(calls)

@@ -12,18 +12,20 @@ import pytest
 import torch
 from torch import nn
 
-from helpers.graph import draw
-from helpers.picture import repeats
-from helpers.picture.layout import MIN_TEXT_PX, reads_at, smallest_text_px
-from helpers.walk import snapshot
+from backward_twice.graph import draw
+from backward_twice.picture import repeats
+from backward_twice.picture.layout import MIN_TEXT_PX, reads_at, smallest_text_px
+from backward_twice.walk import snapshot
 
-HELPERS = pathlib.Path(__file__).resolve().parent.parent / "helpers"
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+TOOL = ROOT / "backward_twice"        # the tool: never imports the course
+COURSE = ROOT / "helpers"             # the course's own package: imports the tool
 
 
 def _modules():
     out = {}
-    for p in HELPERS.rglob("*.py"):
-        parts = p.relative_to(HELPERS.parent).with_suffix("").parts
+    for p in [*TOOL.rglob("*.py"), *COURSE.rglob("*.py")]:
+        parts = p.relative_to(ROOT).with_suffix("").parts
         name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
         out[name] = p
     return out
@@ -37,14 +39,14 @@ def _imports(name, path, known):
             if node.level:
                 base = ".".join(pkg.split(".")[: len(pkg.split(".")) - node.level + 1])
                 mod = f"{base}.{node.module}" if node.module else base
-            elif (node.module or "").startswith("helpers"):
+            elif (node.module or "").startswith(("helpers", "backward_twice")):
                 mod = node.module
             else:
                 continue
             for a in node.names:
                 deps.add(f"{mod}.{a.name}" if f"{mod}.{a.name}" in known else mod)
         elif isinstance(node, ast.Import):
-            deps.update(a.name for a in node.names if a.name.startswith("helpers"))
+            deps.update(a.name for a in node.names if a.name.startswith(("helpers", "backward_twice")))
     return {d for d in deps if d in known and d != name}
 
 
@@ -65,20 +67,33 @@ def test_no_import_cycles_and_the_picture_package_imports_nothing_above_it():
         if m not in state:
             visit(m, [m])
     for m, deps in graph.items():
-        if m.startswith("helpers.picture"):
-            above = [d for d in deps if not d.startswith("helpers.picture")
-                     and d not in ("helpers.snapshot", "helpers.layout")]
-            assert not above, f"{m} imports {above}: the picture package may use only helpers.snapshot and helpers.layout"
+        if m.startswith("backward_twice.picture"):
+            above = [d for d in deps if not d.startswith("backward_twice.picture")
+                     and d not in ("backward_twice.snapshot", "backward_twice.layout")]
+            assert not above, f"{m} imports {above}: the picture package may use only snapshot and layout"
+
+
+def test_the_tool_never_imports_the_course():
+    """backward_twice is a package of its own: no module of it imports helpers (at any depth,
+    lazily inside a function included), so a user's own `helpers` can shadow only the course."""
+    mods = _modules()
+    for name, path in mods.items():
+        if name.startswith("backward_twice"):
+            course = sorted(d for d in _imports(name, path, mods) if d.startswith("helpers"))
+            assert not course, f"{name} imports {course}: the tool must not import the course"
+            assert not re.search(r"^\s*(import helpers|from helpers)", path.read_text(), re.M), name
+    assert any(d.startswith("backward_twice") for n, p in mods.items() if n.startswith("helpers")
+               for d in _imports(n, p, mods)), "the course imports the tool (the check above is not vacuous)"
 
 
 def test_dot_is_written_in_one_module_and_never_edited_as_text():
-    writer = HELPERS / "picture" / "dot_writer.py"
-    for p in HELPERS.rglob("*.py"):
+    writer = TOOL / "picture" / "dot_writer.py"
+    for p in [*TOOL.rglob("*.py"), *COURSE.rglob("*.py")]:
         if p == writer:
             continue
         src = p.read_text()
         for pattern in (r"\bdigraph\b\s*\{", r"\.body\b", r"[\"'] -> [\"'] (not )?in\b", r"rfind\(\"\}\"\)", "import graphviz"):
-            assert not re.search(pattern, src), f"{p.relative_to(HELPERS.parent)} writes or edits DOT ({pattern})"
+            assert not re.search(pattern, src), f"{p.relative_to(ROOT)} writes or edits DOT ({pattern})"
 
 
 def _rnn(steps):
@@ -160,52 +175,66 @@ def test_a_short_loop_is_not_folded():
     assert "more of the block below" not in draw(loss).dot
 
 
-def test_notebooks_import_only_the_public_api():
-    """helpers.__all__ is the public API; every helpers name a notebook imports is in it, and
-    every name in it resolves to what it names (a module by its own name, else that module's
-    object, never a module), whether or not its submodules were imported first."""
+@pytest.mark.parametrize("package", ["backward_twice", "helpers"])
+def test_notebooks_import_only_the_public_api(package):
+    """Each package's __all__ is its public API; every name a notebook imports from it is in it, and
+    every name in it resolves to what it names (a module by its own name, else that module's object,
+    never a module), whether or not its submodules were imported first."""
     import nbformat
 
-    import helpers
     from scripts import notebooks
+
+    pkg = importlib.import_module(package)
+    renamed = getattr(pkg, "_RENAMED", {})
 
     def resolved(names):
         out = {}
         for name in names:
-            obj = getattr(helpers, name)
-            where = importlib.import_module(f"helpers.{helpers._WHERE[name]}")
-            if helpers._WHERE[name] == name:
-                out[name] = "module" if obj is where else f"not helpers.{name}: {obj!r}"
+            obj = getattr(pkg, name)
+            where = importlib.import_module(f"{package}.{pkg._WHERE[name]}")
+            if pkg._WHERE[name] == name:
+                out[name] = "module" if obj is where else f"not {package}.{name}: {obj!r}"
             else:
-                own = getattr(where, helpers._RENAMED.get(name, name))
+                own = getattr(where, renamed.get(name, name))
                 out[name] = ("object" if obj is own and not isinstance(obj, types.ModuleType)
-                             else f"not helpers.{helpers._WHERE[name]}'s {name}: {obj!r}")
+                             else f"not {package}.{pkg._WHERE[name]}'s {name}: {obj!r}")
         return out
 
-    # a new interpreter: the names asked for before any submodule is imported
-    fresh = subprocess.run(
-        [sys.executable, "-c", "from helpers import snapshot, take_snapshot; import types; "
-                               "print(isinstance(snapshot, types.ModuleType), isinstance(take_snapshot, types.FunctionType))"],
-        capture_output=True, text=True, check=True, cwd=HELPERS.parent).stdout
-    assert fresh.split() == ["True", "True"], fresh
-    for module in sorted(set(helpers._WHERE.values())):   # every submodule imported: none shadows a name
-        importlib.import_module(f"helpers.{module}")
-    now = resolved(helpers.__all__)
+    if package == "backward_twice":
+        # a new interpreter: the names asked for before any submodule is imported
+        fresh = subprocess.run(
+            [sys.executable, "-c", "from backward_twice import snapshot, take_snapshot; import types; print("
+                                   "isinstance(snapshot, types.ModuleType), isinstance(take_snapshot, types.FunctionType))"],
+            capture_output=True, text=True, check=True, cwd=ROOT).stdout
+        assert fresh.split() == ["True", "True"], fresh
+    for module in sorted(set(pkg._WHERE.values())):   # every submodule imported: none shadows a name
+        importlib.import_module(f"{package}.{module}")
+    now = resolved(pkg.__all__)
     assert set(now.values()) == {"module", "object"}, {n: v for n, v in now.items() if v not in ("module", "object")}
-    assert now["snapshot"] == "module" and helpers.take_snapshot is snapshot
-    pattern = re.compile(r"^\s*from helpers(?:\.[\w.]+)? import ([^\n#]+)", re.M)
+    if package == "backward_twice":
+        assert now["snapshot"] == "module" and pkg.take_snapshot is snapshot
+    pattern = re.compile(rf"^\s*from {package}(?:\.[\w.]+)? import ([^\n#]+)", re.M)
     for path in notebooks():
         for cell in nbformat.read(path, as_version=4).cells:
             if cell.cell_type != "code":
                 continue
             for names in pattern.findall(cell.source):
                 for name in (n.strip(" ()") for n in names.split(",")):
-                    assert name in helpers.__all__, f"{path.name} imports {name}, not in helpers.__all__"
+                    assert name in pkg.__all__, f"{path.name} imports {name}, not in {package}.__all__"
+
+
+def test_the_two_public_apis_do_not_overlap():
+    import backward_twice
+    import helpers
+
+    assert not set(backward_twice.__all__) & set(helpers.__all__)
+    assert {"draw", "watch", "why_backward_failed", "explain"} <= set(backward_twice.__all__)
+    assert {"check", "CatCarNet", "run", "QUOTES", "setup"} <= set(helpers.__all__)
 
 
 def test_after_view_marks_the_changes_and_fades_the_rest():
-    from helpers import watch
-    from helpers.picture import palette
+    from backward_twice import watch
+    from backward_twice.picture import palette
 
     x = torch.tensor([1.0, 2.0], requires_grad=True)
     y = x * 2
@@ -226,7 +255,7 @@ def test_after_view_marks_the_changes_and_fades_the_rest():
 
 
 def test_the_static_stepper_can_show_only_the_frames_that_change_something():
-    from helpers import step_through
+    from backward_twice import step_through
 
     a = torch.tensor([1.0, 2.0], requires_grad=True)
     c = (a.exp() * a).sum()
@@ -250,7 +279,7 @@ def test_module_and_diagnosis_pictures_are_chosen_by_the_one_readability_rule(mo
     not a width bound: 900 pt of 10 pt text reads (9.6 px), 700 pt of 6 pt text does not (7.4 px)."""
     import types
 
-    from helpers import diagnosis_picture, modules
+    from backward_twice import diagnosis_picture, modules
 
     wide_but_reads, narrow_but_tiny = _fake_svg(900, 10), _fake_svg(700, 6)
     assert reads_at(wide_but_reads) and not reads_at(narrow_but_tiny)

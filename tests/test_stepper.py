@@ -5,11 +5,11 @@ import re
 import pytest
 import torch
 
-from helpers.graph import describe
-from helpers.snapshot import GraphInputError, Role, fmt_values
-from helpers.stepper import step_through
-from helpers.trace import BackwardTrace, reachable_nodes
-from helpers.walk import snapshot, snapshot_with_ids
+from backward_twice.graph import describe
+from backward_twice.snapshot import GraphInputError, Role, fmt_values
+from backward_twice.stepper import step_through
+from backward_twice.trace import BackwardTrace, reachable_nodes
+from backward_twice.walk import snapshot, snapshot_with_ids
 
 SVG = re.compile(r'src="data:image/svg\+xml;base64,([A-Za-z0-9+/=]+)"')
 
@@ -219,7 +219,7 @@ def test_every_frame_draws_each_node_in_the_same_place():
     so only what a step changed changes (the title node too keeps its size)."""
     from autograd_programs import cat_car, node_places
 
-    from helpers import render
+    from backward_twice import render
 
     loss_cat, loss_car, names = cat_car()
     s = step_through(lambda: loss_car.backward(), loss_cat, loss_car, names=names)

@@ -154,7 +154,7 @@ def saved_tensors(fn):
 def test_answer_1_3_x_times_x_keeps_0_bytes_and_an_intermediate_keeps_some():
     """1.3: y = x * x saves the leaf x twice, itself, not a copy; retain_graph then keeps 0 extra
     bytes. A graph that saves an intermediate result keeps some."""
-    from helpers.memory import LiveSaved
+    from backward_twice.memory import LiveSaved
 
     x = torch.tensor(2.0, requires_grad=True)
     y = x * x
@@ -269,7 +269,7 @@ def test_12_section_2_two_segments_save_the_most_and_one_layer_segments_nothing(
     """The plan's section 2 claim, on a narrower copy of the notebook's MLP (7 Linear + ReLU layers)."""
     from torch.utils.checkpoint import checkpoint_sequential
 
-    from helpers.memory import LiveSaved
+    from backward_twice.memory import LiveSaved
 
     torch.manual_seed(0)
     hidden = torch.nn.Sequential(*[m for _ in range(7) for m in (torch.nn.Linear(32, 32), torch.nn.ReLU())])

@@ -1,11 +1,11 @@
-"""helpers.tensor_table: the computed leaf/non-leaf table of notebook 04."""
+"""backward_twice.tensor_table: the computed leaf/non-leaf table of notebook 04."""
 import warnings
 
 import pytest
 import torch
 
-from helpers.snapshot import GraphInputError
-from helpers.tensor_table import TensorState, at_a_glance, tensor_state
+from backward_twice.snapshot import GraphInputError
+from backward_twice.tensor_table import TensorState, at_a_glance, tensor_state
 
 
 def example():

@@ -1,4 +1,4 @@
-"""helpers.trace: the engine's real node order through hooks, and which node a failing
+"""backward_twice.trace: the engine's real node order through hooks, and which node a failing
 backward stopped in."""
 import inspect
 
@@ -6,9 +6,9 @@ import pytest
 import torch
 from autograd_programs import seed_graph
 
-from helpers.snapshot import GraphInputError, saved_states
-from helpers.trace import BackwardTrace, reachable_nodes, where_backward_stops
-from helpers.walk import COUNT_LIMIT, snapshot
+from backward_twice.snapshot import GraphInputError, saved_states
+from backward_twice.trace import BackwardTrace, reachable_nodes, where_backward_stops
+from backward_twice.walk import COUNT_LIMIT, snapshot
 
 
 def test_second_backward_stops_in_the_node_whose_saved_tensor_is_freed():

@@ -1,4 +1,4 @@
-"""helpers.walk and helpers.snapshot: what a walk records (ids and their roles, saved states,
+"""backward_twice.walk and backward_twice.snapshot: what a walk records (ids and their roles, saved states,
 names, the cap), read as plain data, and the formatters of small values."""
 import dataclasses
 import math
@@ -8,10 +8,10 @@ import pytest
 import torch
 from autograd_programs import chain, seed_graph
 
-from helpers import render
-from helpers.graph import draw, watch
-from helpers.snapshot import Role, Saved, SavedState, TensorBox, fmt_bytes, fmt_values
-from helpers.walk import SavedTensorModified, _unreadable_state, snapshot
+from backward_twice import render
+from backward_twice.graph import draw, watch
+from backward_twice.snapshot import Role, Saved, SavedState, TensorBox, fmt_bytes, fmt_values
+from backward_twice.walk import SavedTensorModified, _unreadable_state, snapshot
 
 
 # ---------------------------------------------------------------- roles and ids
@@ -398,11 +398,11 @@ def test_snapshot_reads_reachability_and_paths_from_its_ids():
 
 
 def test_is_this_a_leaf_has_one_home():
-    """issue 18 §2: one test for "is this a leaf" (helpers.walk.is_leaf_node); no other module
+    """issue 18 §2: one test for "is this a leaf" (backward_twice.walk.is_leaf_node); no other module
     compares a node's type name with "AccumulateGrad"."""
     import pathlib
 
-    from helpers import diagnose, diagnosis_picture, modules, walk
+    from backward_twice import diagnose, diagnosis_picture, modules, walk
 
     x = torch.ones(2, requires_grad=True)
     y = x.exp()
@@ -480,7 +480,7 @@ def test_values_print_the_same_on_any_cpu():
 def _near_boundary(t):
     """True when a value of `t` lies within 1e-6 (relative to the largest) of a printed rounding step:
     the only place any rounding rule can change its last digit."""
-    from helpers.snapshot import _digits_beside
+    from backward_twice.snapshot import _digits_beside
 
     largest = t.abs().max().item()
     for v in t.tolist():

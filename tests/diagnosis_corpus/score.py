@@ -1,4 +1,4 @@
-"""Score `helpers.diagnose.why_backward_failed` on the corpus (issue 19 §1).
+"""Score `backward_twice.diagnose.why_backward_failed` on the corpus (issue 19 §1).
 
     PYTHONPATH=$PWD python -m tests.diagnosis_corpus.score [heldout|dev]
 
@@ -82,7 +82,7 @@ def score_program(path, run=harness.run, diagnose=None) -> Result:
     """Score the tool on one program. run: path -> (namespace, error), by default harness.run (a
     fresh dict); diagnose: (error, namespace) -> the tool's answer, by default
     `why_backward_failed(err, names=ns)` (in an IPython shell: its %why_backward magic, no names=)."""
-    from helpers.diagnose import why_backward_failed
+    from backward_twice.diagnose import why_backward_failed
 
     c = harness.constants(path)
     r = Result(harness.split_of(path), path.stem, c["CATEGORY"], c["CULPRIT"], c["FIX_KIND"])

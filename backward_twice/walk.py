@@ -18,7 +18,7 @@ from collections.abc import Mapping
 import torch
 from torch.autograd.graph import Node
 
-# The data model and the formatters live in helpers.snapshot (notebooks import them from there).
+# The data model and the formatters live in backward_twice.snapshot (notebooks import them from there).
 from .snapshot import (
     AboveFocus,
     GraphInputError,
@@ -42,7 +42,7 @@ COUNT_LIMIT = 20_000
 
 
 class SavedTensorModified(RuntimeError):
-    """Raised by a saved-tensor hook (helpers.memory) when a saved tensor was changed in place
+    """Raised by a saved-tensor hook (backward_twice.memory) when a saved tensor was changed in place
     since it was saved: what autograd itself raises then, with the two versions as data, so
     the walk reads them instead of parsing a message."""
 
@@ -172,7 +172,7 @@ def _storage_key(t):
 # returned, None once freed) are read without unpacking. Guarded by tests/test_internals.py.
 
 NOT_UNPACKED = "not unpacked"   # Saved.value of a slot a hook packed into something not a tensor
-SAFE_UNPACK_HOOKS: set = set()   # unpack hooks that run no user code (helpers.memory registers its own)
+SAFE_UNPACK_HOOKS: set = set()   # unpack hooks that run no user code (backward_twice.memory registers its own)
 
 
 def _raw_saved(fn, attr):
@@ -246,8 +246,8 @@ def _still_holding(record, ops_by_key) -> tuple[str, ...]:
 
 def saved_slots(fn, functions: bool = True):
     """What node `fn` saved, slot by slot, read without running a saved-tensor hook that may run
-    user code: the one reader of a live node's saved tensors (helpers.walk draws from it,
-    helpers.diagnose diagnoses from it). Yields (slot, how, what):
+    user code: the one reader of a live node's saved tensors (backward_twice.walk draws from it,
+    backward_twice.diagnose diagnoses from it). Yields (slot, how, what):
     - ("packed", the object such a hook packed, never unpacked: a checkpoint's placeholder, a
       tensor the hook keeps, or None once backward freed it), the slot suffixed "[i]" when it is
       one of several;
@@ -490,7 +490,7 @@ def nodes_under(starts, limit: int = COUNT_LIMIT, parents: dict | None = None) -
 
 def is_leaf_node(fn) -> bool:
     """Whether a live autograd node is a leaf tensor's AccumulateGrad: the one test for "is this a
-    leaf" (helpers.modules, helpers.diagnose and helpers.diagnosis_picture use it too)."""
+    leaf" (backward_twice.modules, backward_twice.diagnose and backward_twice.diagnosis_picture use it too)."""
     return type(fn).__name__ == "AccumulateGrad"
 
 

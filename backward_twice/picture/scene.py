@@ -3,7 +3,7 @@
 A Scene has boxes (each a table of rows of cells of text spans), edges between them, clusters
 that group boxes (module calls, the two halves of a pair), a title and legend entries. Passes
 (the other files of this package, one feature each) build and change scenes; only
-helpers.picture.dot_writer turns one into DOT.
+backward_twice.picture.dot_writer turns one into DOT.
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Names for tensors: where in the user's namespace a tensor can be found, as `[(path, tensor)]`.
-Used by the diagnosis (helpers.diagnose, which names the culprit) and by its pictures
-(helpers.diagnosis_picture, which label nodes). Owned by the diagnosis: it decides where to look.
+Used by the diagnosis (backward_twice.diagnose, which names the culprit) and by its pictures
+(backward_twice.diagnosis_picture, which label nodes). Owned by the diagnosis: it decides where to look.
 
 Where people keep tensors, and the paths reported for them:
 - plain names: `h`;

@@ -1,10 +1,10 @@
 """The data model of a graph picture, and the formatters of its small values.
 
-A `Snapshot` is what `helpers.walk.snapshot` reads from a live autograd graph: names,
+A `Snapshot` is what `backward_twice.walk.snapshot` reads from a live autograd graph: names,
 shapes and states only, no reference to the graph. Everything that draws or describes a
 graph (`render`, `graph`, `stepper`) reads a Snapshot, never the graph.
 
-    from helpers.snapshot import fmt_bytes      # 1536 -> '1.5 KiB'
+    from backward_twice.snapshot import fmt_bytes      # 1536 -> '1.5 KiB'
 
 Node ids ('op3', 'leaf1', ...) are made by the walk and are opaque everywhere else: what a
 node is comes from `Snapshot.role(node_id)`.
@@ -68,7 +68,7 @@ class Saved:
     kind: str | None = None
     # FREED only: who still holds the buffer the graph let go of. None: unknown (no walk saw it
     # held); (): nobody, only the graph held it, so its memory was returned; else words such as
-    # "leaf x", "node MulBackward0", "variable a" (filled by helpers.walk when an earlier walk of
+    # "leaf x", "node MulBackward0", "variable a" (filled by backward_twice.walk when an earlier walk of
     # the same graph saw it held: watch, compare with a before snapshot, the stepper)
     held_by: tuple[str, ...] | None = None
 

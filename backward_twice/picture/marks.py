@@ -28,7 +28,7 @@ NO_MARKS = Marks()
 
 @dataclass
 class Grouping:
-    """Clusters of a picture (helpers.modules): `of` maps a node id to its cluster; `clusters`
+    """Clusters of a picture (backward_twice.modules): `of` maps a node id to its cluster; `clusters`
     maps a cluster to (its parent or None, its label as spans); `boxes` are extra boxes (id ->
     Table, placed in cluster of[id]) and `box_edges` their edges; `params`: leaf ids drawn as
     one-line parameter boxes; `invisible`: edges that only order the layout."""

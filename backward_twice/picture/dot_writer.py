@@ -1,4 +1,4 @@
-"""The one place DOT is written: a Scene (helpers.picture.scene) in, DOT source out.
+"""The one place DOT is written: a Scene (backward_twice.picture.scene) in, DOT source out.
 
 Nothing else in helpers writes or edits DOT text. Box labels are Graphviz HTML-like tables;
 every piece of user text goes through `esc`.

@@ -8,7 +8,7 @@
 Hooks are registered on the graph's nodes (`grad_fn.register_prehook` / `register_hook`),
 so the order is the engine's, not a simulation. They are removed on exit.
 
-Optional callbacks see the engine at work (helpers.stepper uses them):
+Optional callbacks see the engine at work (backward_twice.stepper uses them):
 `on_start(fn)` runs in a node's pre-hook, just before the node computes;
 `on_step(step, fn)` runs in its post-hook, right after it computed and before the
 engine releases its saved tensors (with retain_graph=False the release comes next).
@@ -35,7 +35,7 @@ from .walk import COUNT_LIMIT, nodes_under
 def reachable_nodes(*roots, limit: int = COUNT_LIMIT) -> list[torch.autograd.graph.Node]:
     """Every grad_fn node reachable from `roots` (tensors), breadth-first, iteratively.
 
-    Bounded by the same ceiling as the renderer's walk (helpers.walk.COUNT_LIMIT): in
+    Bounded by the same ceiling as the renderer's walk (backward_twice.walk.COUNT_LIMIT): in
     torch 2.13, touching the nodes of a very deep graph from Python makes freeing it
     later crash the process, so a graph larger than `limit` is refused, not walked.
     """

@@ -17,7 +17,7 @@ Both use `torch.autograd.graph.saved_tensors_hooks`: every tensor an op saves in
 shapes and storages, never from allocator statistics or timings, so the numbers are exact
 and deterministic.
 
-What the hooks do not see (and `helpers.walk.snapshot` does):
+What the hooks do not see (and `backward_twice.walk.snapshot` does):
 - a Python number an op saves as a wrapped 0-d tensor: `x * 2` saves the 2 for
   `MulBackward0.other`, without calling the pack hook;
 - anything a custom `autograd.Function` keeps as a plain `ctx` attribute (not
@@ -31,7 +31,7 @@ Two more facts about the hooks themselves:
   record the tensor's version when it is saved and redo the check when autograd unpacks
   it, raising a RuntimeError in autograd's words, so a graph recorded under these classes
   fails exactly where it would fail without them. The error is a
-  `helpers.walk.SavedTensorModified` carrying both versions, which `helpers.walk` reads to
+  `backward_twice.walk.SavedTensorModified` carrying both versions, which `backward_twice.walk` reads to
   report the tensor as modified in place, as it does without hooks.
 """
 from __future__ import annotations
@@ -46,7 +46,7 @@ from .walk import SAFE_UNPACK_HOOKS, SavedTensorModified
 
 INPLACE_MESSAGE = ("one of the variables needed for gradient computation has been modified by an "
                    "inplace operation: a saved {shape} tensor is at version {now}; expected version "
-                   "{then} instead (checked by helpers.memory, whose saved-tensor hooks turn off "
+                   "{then} instead (checked by backward_twice.memory, whose saved-tensor hooks turn off "
                    "autograd's own check)")
 
 
@@ -174,7 +174,7 @@ class SavedBytes(_Hooks):
     are not subtracted (for that, see `LiveSaved`).
 
     It misses what the hooks miss (module docstring): a Python number saved as a wrapped
-    0-d tensor (`x * 2`) is not counted; `helpers.walk.snapshot` lists it.
+    0-d tensor (`x * 2`) is not counted; `backward_twice.walk.snapshot` lists it.
     """
 
     def __init__(self):

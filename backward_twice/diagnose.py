@@ -1,7 +1,7 @@
 """Why did my backward() fail? A diagnosis for a learner's own training loop, evidence first.
 
     loss.backward()            # RuntimeError: Trying to backward through the graph a second time
-    %load_ext helpers.diagnose # once per session (or: from helpers.diagnose import why_backward_failed)
+    %load_ext backward_twice # once per session (or: from backward_twice.diagnose import why_backward_failed)
     %why_backward              # in the next cell: what the graph shows, the cause and its fix when
                                # the evidence singles one out (else the candidates), and a picture
 
@@ -14,7 +14,7 @@ What it reads (it never calls backward and never re-runs your step; tested):
 - the graph behind the failed tensor: each node's creation number (autograd's `sequence_nr`),
   which saved tensors are freed (a reentrant checkpoint's or a compiled graph's ctx.saved_tensors
   too), and which were changed in place since saved (their versions);
-- where you keep tensors (helpers.names): your variables, lists, tuples, deques, dicts and the
+- where you keep tensors (backward_twice.names): your variables, lists, tuples, deques, dicts and the
   attributes of your objects and modules, as paths like `ema.shadow['w']` or `memory[3][0]`
   (in IPython the user namespace; else `names=`; else the locals of the function in the
   traceback that called backward());
@@ -38,8 +38,8 @@ last episode's entries; the in-place error with the changed tensor found). Other
 the graph shows and lists the candidate causes (`candidates`), each with its evidence, and what to
 check.
 
-The seam with the picture engine: this module owns the analysis; helpers.diagnosis_picture owns
-the pictures (`stop_picture`, and `StepClock`/`draw_steps`, re-exported here); helpers.names owns
+The seam with the picture engine: this module owns the analysis; backward_twice.diagnosis_picture owns
+the pictures (`stop_picture`, and `StepClock`/`draw_steps`, re-exported here); backward_twice.names owns
 where names are looked for.
 """
 from __future__ import annotations
@@ -55,9 +55,9 @@ from collections import deque
 import torch
 
 from . import render
+from ._ipython import shell
 from .diagnosis_picture import STOP_FILL, StepClock, draw_steps, is_leaf_node, seq, stop_picture  # noqa: F401 (re-exported)
 from .names import named_tensors
-from .notebook import shell
 from .snapshot import GraphInputError
 from .walk import COUNT_LIMIT, check_max_nodes, nodes_under, raw_saved_tensor, saved_slots
 
@@ -158,7 +158,7 @@ def _total_node(fn):
 
 def _saved_states(fn) -> list:
     """[(slot, state, versions)] of the tensors live node `fn` saved (its `_saved_*` slots): state
-    'freed', 'held' or 'modified' (then versions = (saved at, now)). Read by helpers.walk's one
+    'freed', 'held' or 'modified' (then versions = (saved at, now)). Read by backward_twice.walk's one
     reader, which never unpacks what a saved-tensor hook packed (a non-reentrant checkpoint's
     unpack re-runs the user's forward): a checkpoint's placeholder counts as held (backward has
     not run), None as freed."""
@@ -193,7 +193,7 @@ def _released(fn) -> bool:
     """Whether `fn` is an autograd.Function node (a custom Function, a reentrant checkpoint, a
     compiled graph) whose saved state an earlier backward released. Its saved tensors are not
     `_saved_*` slots, and once released torch no longer says how many there were (none, maybe): read
-    without unpacking anything a hook packed (helpers.walk.saved_slots)."""
+    without unpacking anything a hook packed (backward_twice.walk.saved_slots)."""
     if not isinstance(fn, torch.autograd.function.BackwardCFunction):
         return False
     for slot, how, value in saved_slots(fn):
@@ -204,7 +204,7 @@ def _released(fn) -> bool:
 
 
 class _Graph:
-    """The live graph behind a node, read once (structure only: helpers.walk.nodes_under, up to
+    """The live graph behind a node, read once (structure only: backward_twice.walk.nodes_under, up to
     walk.COUNT_LIMIT nodes); what each node saved is read lazily, node by node, only where the
     analysis asks (the newest older node with a freed tensor is found without reading the rest:
     a 5,000-node graph is answered in well under a second)."""
@@ -378,13 +378,13 @@ def _made_where(fn) -> str | None:
         return None
     if not stack:
         return None
-    user = [f for f in stack if "/torch/" not in f.replace("\\", "/") and "/helpers/" not in f.replace("\\", "/")]
+    user = [f for f in stack if "/torch/" not in f.replace("\\", "/") and "/backward_twice/" not in f.replace("\\", "/")]
     last = (user or stack)[-1].strip().splitlines()
     return " ".join(part.strip() for part in last)
 
 
 # --------------------------------------------------------------------------------
-# Names: tensors in the user's namespace (helpers.names), and modules owning leaves
+# Names: tensors in the user's namespace (backward_twice.names), and modules owning leaves
 def _parameter_names(named, graph: _Graph, root) -> dict:
     """{name: leaf} for the named leaves behind `root`."""
     leaves = {id(t) for t in graph.leaves_under(root.grad_fn)}
@@ -575,13 +575,33 @@ def why_backward_failed(what=None, *, names=None, max_nodes: int = 30, clock: St
     always sees the whole graph. It is 30 by default, not draw()'s 300, on purpose: the picture
     is there to show where backward stopped, and a failing loop's graph is long; with a cap of 60
     an RNN over 30 time steps was drawn whole, 1,566 pt wide (5.5 px text at 860 px, the stop
-    not drawn), while around the stop it reads at 10.7 px (helpers.diagnosis_picture).
+    not drawn), while around the stop it reads at 10.7 px (backward_twice.diagnosis_picture).
     Returns a `Diagnosis` that shows as text and a picture. Never raises for bad input.
     """
     try:
         return _diagnose(what, names, max_nodes, clock)
     except GraphInputError as err:    # e.g. torch refuses to give the root's grad_fn
         return Diagnosis("bad input", f"why_backward: {err}")
+
+
+def explain(err: BaseException, *, names=None) -> Diagnosis:
+    """Explain a caught exception: the one call for your own code (a script, a training loop).
+
+        import backward_twice as bt
+        try:
+            train()
+        except RuntimeError as err:
+            print(bt.explain(err))        # where backward stopped, who carries the old graph, the fix
+            raise
+
+    err: the exception. names: {name: object} to look through (default: the locals of the frames
+    the exception passed through, innermost first). The Diagnosis prints as text (in a notebook it
+    shows a picture too); `.verdict` says what was found ('stopped', 'modified', 'unrelated' for
+    any other error, ...). Never raises.
+    """
+    if not isinstance(err, BaseException):
+        return Diagnosis("bad input", f"explain: give the exception you caught; got a {type(err).__name__}.")
+    return why_backward_failed(err, names=names)
 
 
 def _diagnose(what, names, max_nodes, clock) -> Diagnosis:
@@ -1806,7 +1826,7 @@ def _inplace_report(d, err, then=None, now=None) -> str:
 
 
 # --------------------------------------------------------------------------------
-# IPython: %load_ext helpers.diagnose, then %why_backward [tensor]
+# IPython: %load_ext backward_twice, then %why_backward [tensor]
 def enable_magic() -> None:
     """Register %why_backward in the running IPython (silent and safe to call again, unlike a
     second %load_ext, which prints). Does nothing outside IPython."""

@@ -1,5 +1,5 @@
 """Fills and a thick path chosen by the caller: the training step that made each op
-(helpers.diagnosis_picture.draw_steps), where backward stopped and the path from the loss to it
+(backward_twice.diagnosis_picture.draw_steps), where backward stopped and the path from the loss to it
 (stop_picture). Marks.fills replace a box's usual fill; Marks.path edges are drawn thick."""
 from __future__ import annotations
 

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 import torch
 
-from helpers.snapshot import GraphInputError
-from helpers.walk import check_names, not_a_tensor
+from backward_twice.snapshot import GraphInputError
+from backward_twice.walk import check_names, not_a_tensor
 
 COLUMNS = ("is_leaf", "requires_grad", "retains_grad", "grad_filled")
 

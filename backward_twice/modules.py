@@ -1,6 +1,6 @@
 """Which `nn.Module` call made each autograd node: recorded with forward hooks.
 
-    from helpers.modules import record_modules
+    from backward_twice.modules import record_modules
     with record_modules(model):          # hooks on every submodule, removed at the end
         loss = loss_fn(model(x), y)
     draw(loss, modules=model)            # one cluster per module call, with its saved bytes
@@ -177,7 +177,7 @@ def recording_of(modules) -> ModuleRecording:
         if rec is None:
             raise GraphInputError(
                 "draw(..., modules=model) needs to know which module made each node: run the "
-                "forward pass inside `with record_modules(model):` (from helpers.modules), "
+                "forward pass inside `with record_modules(model):` (from backward_twice.modules), "
                 "then draw.")
         return rec
     raise GraphInputError(f"modules= takes the model (an nn.Module) whose forward ran under "
@@ -342,7 +342,7 @@ def collapse(snap: Snapshot, groups: dict, max_nodes: int, keep_first: bool = Tr
 
 
 def grouped_picture(roots, names=None, title=None, max_nodes=300, modules=None, expand=None, focus=None):
-    """draw(*roots, modules=model): see helpers.graph.draw. With focus=, the module calls are
+    """draw(*roots, modules=model): see backward_twice.graph.draw. With focus=, the module calls are
     made of the part of the graph under the focus (what lies above it is one counted box)."""
     rec = recording_of(modules)
     known = {name for name, _ in rec.model.named_modules()}

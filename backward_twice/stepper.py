@@ -1,9 +1,9 @@
 """Step through a real backward() call, node by node, in the order the engine ran them.
 
-    from helpers.stepper import step_through
+    from backward_twice.stepper import step_through
     step_through(lambda: loss.backward(), loss, names={"a": a, "w": w, "loss": loss})
 
-Nothing is simulated. Hooks on every `grad_fn` node (helpers.trace.BackwardTrace)
+Nothing is simulated. Hooks on every `grad_fn` node (backward_twice.trace.BackwardTrace)
 record, while the real call runs, which node the engine ran, the gradient it received
 and the gradients it sent on, and take a snapshot of the graph right after each node
 computed. What the engine does between two nodes is read from consecutive snapshots:

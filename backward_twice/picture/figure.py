@@ -28,7 +28,7 @@ class Picture:
     simpler: a function giving simpler DOT sources, simplest last (fewer nodes drawn, each
     picture saying so itself), tried in order when the picture does not read at MIN_TEXT_PX:
     the first that reads is drawn (`simplified` then says which, 1-based), else the most readable.
-    A picture whose layout was refused (too costly: helpers.layout) does not read, whatever the
+    A picture whose layout was refused (too costly: backward_twice.layout) does not read, whatever the
     size of the note shown instead. `text` describes the picture drawn: when a simpler one is, it
     says so, and any layout note is the drawn picture's (with `simpler`, reading it lays out).
     """
@@ -45,7 +45,7 @@ class Picture:
 
     @property
     def text(self) -> str:
-        """The text form (what nbval compares): the picture's words, then what helpers.layout
+        """The text form (what nbval compares): the picture's words, then what backward_twice.layout
         simplified or refused in the DOT drawn (deterministic: it depends on that source only),
         and, when a simpler picture is drawn, that it shows fewer nodes than the text lists. That
         last line depends on the laid-out text size, so on the Graphviz build and its fonts: a

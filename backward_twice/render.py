@@ -1,6 +1,6 @@
 """A Snapshot's pictures as DOT: single, a pair side by side or stacked, a set sharing box sizes.
 
-The public face of helpers.picture (the scene, its passes, the DOT writer, the layout): callers
+The public face of backward_twice.picture (the scene, its passes, the DOT writer, the layout): callers
 keep importing `render.to_dot`, `render.pair_dot`, `render.svg_from_dot`, ... from here.
 """
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Module grouping: boxes in one cluster per module call (helpers.modules decides the clusters,
+"""Module grouping: boxes in one cluster per module call (backward_twice.modules decides the clusters,
 their labels and the boxes that stand for whole calls; this pass puts them in the scene)."""
 from __future__ import annotations
 

@@ -127,5 +127,5 @@ class Legend:
 
 
 def legend() -> Legend:
-    """Every colour of the pictures and its one meaning: `from helpers import legend; legend()`."""
+    """Every colour of the pictures and its one meaning: `from backward_twice import legend; legend()`."""
     return Legend()

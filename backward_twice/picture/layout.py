@@ -1,6 +1,6 @@
 """DOT in, SVG out, and what an SVG's size means at notebook width.
 
-`svg_from_dot` is the one call that lays a picture out (helpers.layout, engine-robust's bounded
+`svg_from_dot` is the one call that lays a picture out (backward_twice.layout, engine-robust's bounded
 layout: the DOT is measured, then laid out in-process, simplified in a child process under a time
 limit, or refused). `svg_size` is the one reader of an SVG's size; `smallest_text_px` and `reads_at` the one
 rule for whether a picture reads at OUTPUT_PX: 9 px in Going deeper, 11 px in core paths.
@@ -58,18 +58,18 @@ def reads_at(svg: str, min_px: float = MIN_TEXT_PX) -> bool:
 
 
 def svg_from_dot(source: str) -> str:
-    """THE layout call: every picture's SVG comes from here (helpers.layout: under a time limit,
+    """THE layout call: every picture's SVG comes from here (backward_twice.layout: under a time limit,
     simplified or refused when too costly, the picture saying so)."""
     return laid_out(source, "svg")
 
 
 def laid_out(source: str, fmt: str = "svg") -> str:
-    """`source` laid out by dot in `fmt` ('svg', 'plain', 'json'), by helpers.layout."""
+    """`source` laid out by dot in `fmt` ('svg', 'plain', 'json'), by backward_twice.layout."""
     return bounded.laid_out(source, fmt)
 
 
 def layout_note(source: str) -> str | None:
-    """What helpers.layout will simplify or refuse in this source, in words (None: nothing)."""
+    """What backward_twice.layout will simplify or refuse in this source, in words (None: nothing)."""
     return bounded.note(source)
 
 

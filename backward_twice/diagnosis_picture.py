@@ -1,6 +1,6 @@
 """Pictures for the diagnosis of a failed backward, and graphs coloured by training step.
 
-`stop_picture` draws where a failed backward stopped (helpers.diagnose calls it; the seam: the
+`stop_picture` draws where a failed backward stopped (backward_twice.diagnose calls it; the seam: the
 diagnosis decides *what* to show, this module decides *how*). `StepClock` and `draw_steps`
 colour a graph's nodes by the training step that created them (a long loop's graph: around
 where the newest step uses an older step's graph).
@@ -26,8 +26,8 @@ def seq(fn) -> int:
 
 
 # fills for "made by step k" (k = 1, 2, ...); index 0 is "before the loop". Chosen apart from
-# the leaf blue and the named-tensor green of helpers.render.
-# (helpers.picture.palette: one meaning per colour, so no purple, which means 'ran #k', and no
+# the leaf blue and the named-tensor green of backward_twice.render.
+# (backward_twice.picture.palette: one meaning per colour, so no purple, which means 'ran #k', and no
 # orange.) A diagnosis's "earlier step" and "this step" are two of the same step fills.
 STEP_FILLS, STEP_WORDS = palette.STEP_FILLS, palette.STEP_WORDS
 OLD_FILL, NEW_FILL = palette.STEP_FILLS[1], palette.STEP_FILLS[2]   # diagnosis: earlier steps / this step
@@ -49,7 +49,7 @@ def stop_picture(root, *, stop, path: list, old: set, names: dict, max_nodes: in
     thick edges, the tensors of `names` ({name: tensor}) labelled. The graph is drawn whole when
     it has at most `max_nodes` nodes and fits one screen (its text reads at notebook width and it
     is at most CORE_MAX_HEIGHT_PX tall: fits); else around the stop, the rest counted in one box, so that the picture
-    of a long loop stays readable. This is the seam with helpers.diagnose, which decides what
+    of a long loop stays readable. This is the seam with backward_twice.diagnose, which decides what
     the arguments are."""
     words = (stop.name(), will_stop)
     whole = []
@@ -65,7 +65,7 @@ def _around(roots, path: list, names, max_nodes: int):
     """(snapshot, ids) of the graph behind `roots` drawn around the last node of `path` (a chain
     of nodes from a root down to it): focused on the node ABOVE_STOP steps up the path, then
     fewer (lazily), each drawing that last node, what feeds it, up to `max_nodes` nodes; the
-    rest counted in one box (helpers.walk, focus=)."""
+    rest counted in one box (backward_twice.walk, focus=)."""
     for k in range(min(ABOVE_STOP, len(path) - 1), -1, -1):
         snap, ids = snapshot_with_ids(*roots, names=names, max_nodes=max_nodes, focus=path[-1 - k])
         if path[-1] in ids:
@@ -156,7 +156,7 @@ def draw_steps(*roots, clock: StepClock, names=None, title=None, max_nodes=120, 
 
     names: {name: tensor}, or a whole namespace such as `globals()`: then its tensors, the items
     of its tuples and lists, and the tensors of its modules are named (as why_backward does).
-    focus: as in helpers.graph.draw, only the part of the graph under it is drawn.
+    focus: as in backward_twice.graph.draw, only the part of the graph under it is drawn.
     title, max_nodes: as in draw(); max_nodes is 120 by default (not 300): a loop's graph past
         that is drawn around where the steps meet, which reads at notebook width.
     Without focus, a graph of more than `max_nodes` nodes, or one that does not fit one screen

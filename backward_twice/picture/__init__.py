@@ -1,4 +1,4 @@
-"""The picture engine: live graph -> Snapshot (helpers.walk) -> scene -> DOT -> SVG.
+"""The picture engine: live graph -> Snapshot (backward_twice.walk) -> scene -> DOT -> SVG.
 
 - scene.py: the scene, plain data (boxes of rows, edges, clusters, legend entries; no DOT);
 - snapshot_boxes.py: the first pass, a Snapshot's ops and tensors as boxes (and the one leaf test);
@@ -11,5 +11,5 @@
   each colour means (one meaning each);
 - dot_writer.py is the only writer of DOT; layout.py the only caller of Graphviz, and the one
   reader of an SVG's size and rule for readability.
-Imports run one way: scene <- palette <- passes <- build <- helpers.render <- pictures.
+Imports run one way: scene <- palette <- passes <- build <- backward_twice.render <- pictures.
 """

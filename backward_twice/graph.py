@@ -1,6 +1,6 @@
 """The public drawing API used by the notebooks.
 
-    from helpers.graph import draw, compare, watch
+    from backward_twice.graph import draw, compare, watch
 
     pic = draw(d, e, names={"a": a, "b": b, "c": c, "d": d, "e": e})
     with watch(d, e, names=...) as w:    # before/after pair around a backward call
@@ -36,7 +36,7 @@ from .walk import node_key, snapshot, snapshot_with_ids
 class GraphPicture(Picture):
     """One snapshot of a graph (grouped by module calls when `grouping` is given). A long run of
     identical blocks of ops (an unrolled RNN) is drawn as its first block and one 'xN' box
-    (helpers.picture.repeats), and the text form's last line says so. simpler: as for Picture."""
+    (backward_twice.picture.repeats), and the text form's last line says so. simpler: as for Picture."""
 
     def __init__(self, snap: Snapshot, title: str | None = None, highlight=(),
                  grouping: render.Grouping | None = None, text: str | None = None, simpler=None):
@@ -141,7 +141,7 @@ def draw(*roots, names=None, title=None, max_nodes=300, modules=None, focus=None
         each saying why). 300: a graph of a few layers draws whole. A graph that does not read at
         notebook width (text under 9 px at 860 px) is drawn with its repeated blocks folded, then
         with fewer boxes, the picture saying so.
-    modules: the model whose forward ran under `helpers.modules.record_modules(model)`: nodes
+    modules: the model whose forward ran under `backward_twice.modules.record_modules(model)`: nodes
         are grouped by the module call that made them, each group with its saved bytes, and
         runs of identical blocks beyond max_nodes are collapsed into one box each. When that
         picture does not read on about two screens at notebook width (its smallest text under
@@ -190,7 +190,7 @@ def compare(before: GraphPicture | Snapshot, after: GraphPicture | Snapshot,
     """Two snapshots side by side (stacked when too wide), with what changed between them: two
     different graphs, or one graph at two moments.
 
-    trace: a `helpers.trace.BackwardTrace` that was a context manager around the backward call
+    trace: a `backward_twice.trace.BackwardTrace` that was a context manager around the backward call
     in between: the nodes it ran are marked 'ran #k' in `after`, as `watch(...)` marks them.
     `after` must be a picture of the graph the trace hooked (drawn from the same tensors, with
     or without focus= or a cap); another graph is a GraphInputError, never wrong marks.
@@ -213,7 +213,7 @@ def trace_ids(trace: BackwardTrace, snap: Snapshot) -> dict:
     number, a leaf's identity: not by position, so the order of the roots does not matter).
     A GraphInputError when `snap` shows a node the trace did not hook (another graph)."""
     if not isinstance(trace, BackwardTrace):
-        raise GraphInputError(f"trace= takes a helpers.trace.BackwardTrace used around the backward call "
+        raise GraphInputError(f"trace= takes a backward_twice.trace.BackwardTrace used around the backward call "
                               f"(with BackwardTrace(loss) as tr: loss.backward()); got a {type(trace).__name__}.")
     if trace.recording:
         raise GraphInputError("trace= is still recording (compare() was called inside its with-block): "
@@ -221,7 +221,7 @@ def trace_ids(trace: BackwardTrace, snap: Snapshot) -> dict:
     drawn = dict(snap.node_keys)
     if snap.ops and not drawn:
         raise GraphInputError("trace= needs `after` as drawn from a live graph (draw(...) or "
-                              "helpers.walk.snapshot), not a Snapshot built by hand.")
+                              "backward_twice.walk.snapshot), not a Snapshot built by hand.")
     by_key = {key: nid for nid, key in drawn.items()}
     ids = {fn: by_key[k] for fn in trace.nodes if (k := node_key(fn)) in by_key}
     matched = set(ids.values())
