@@ -577,6 +577,20 @@ def why_backward_failed(what=None, *, names=None, max_nodes: int = 30, clock: St
     an RNN over 30 time steps was drawn whole, 1,566 pt wide (5.5 px text at 860 px, the stop
     not drawn), while around the stop it reads at 10.7 px (backward_twice.diagnosis_picture).
     Returns a `Diagnosis` that shows as text and a picture. Never raises for bad input.
+
+    Example (run by tests/test_docstrings.py):
+
+        >>> import torch, backward_twice as bt
+        >>> w = torch.ones(2, requires_grad=True)
+        >>> total = 0
+        >>> for step in range(2):
+        ...     total = total + (w * w).sum()
+        ...     try:
+        ...         total.backward()
+        ...     except RuntimeError as err:
+        ...         d = bt.why_backward_failed(err, names={'total': total, 'w': w})
+        >>> d.verdict, d.culprit, d.pattern
+        ('stopped', 'total', 'running total')
     """
     try:
         return _diagnose(what, names, max_nodes, clock)
@@ -598,6 +612,12 @@ def explain(err: BaseException, *, names=None) -> Diagnosis:
     the exception passed through, innermost first). The Diagnosis prints as text (in a notebook it
     shows a picture too); `.verdict` says what was found ('stopped', 'modified', 'unrelated' for
     any other error, ...). Never raises.
+
+    Example (run by tests/test_docstrings.py):
+
+        >>> import torch, backward_twice as bt
+        >>> bt.explain(ValueError('not about backward')).verdict
+        'unrelated'
     """
     if not isinstance(err, BaseException):
         return Diagnosis("bad input", f"explain: give the exception you caught; got a {type(err).__name__}.")
@@ -1829,7 +1849,13 @@ def _inplace_report(d, err, then=None, now=None) -> str:
 # IPython: %load_ext backward_twice, then %why_backward [tensor]
 def enable_magic() -> None:
     """Register %why_backward in the running IPython (silent and safe to call again, unlike a
-    second %load_ext, which prints). Does nothing outside IPython."""
+    second %load_ext, which prints). Does nothing outside IPython.
+
+    Example (run by tests/test_docstrings.py):
+
+        >>> import backward_twice as bt
+        >>> bt.enable_magic()     # outside IPython: does nothing
+    """
     ip = shell()
     if ip is not None:
         load_ipython_extension(ip)

@@ -113,13 +113,21 @@ def _stop_picture(words, snap, ids, stop, path, old_set) -> Picture:
 
 # Nodes coloured by the step that made them
 class StepClock:
-    """Marks where each training step begins in autograd's creation order.
+    """Marks where each training step begins in autograd's creation order: call `tick()` on the
+    first line of the loop body; `step_of(node)` then says which step made a node, and
+    `draw_steps(loss, clock=clock)` fills every op with the colour of its step.
 
-        clock = StepClock()
-        for step in range(3):
-            clock.tick()          # first line of the loop body
-            ...
-        draw_steps(loss, clock)   # nodes coloured by the step that created them
+    Example (run by tests/test_docstrings.py):
+
+        >>> import torch, backward_twice as bt
+        >>> clock = bt.StepClock()
+        >>> w = torch.ones(2, requires_grad=True)
+        >>> losses = []
+        >>> for step in range(2):
+        ...     clock.tick()                 # the first line of each step
+        ...     losses.append((w * 2).sum())
+        >>> [clock.step_of(loss.grad_fn) for loss in losses]
+        [1, 2]
     """
 
     def __init__(self):
@@ -163,6 +171,18 @@ def draw_steps(*roots, clock: StepClock, names=None, title=None, max_nodes=120, 
     (too wide to read at notebook width, or over CORE_MAX_HEIGHT_PX tall), is drawn around where
     the newest step uses an older step's graph (the last nodes of the newest step on the way
     there, the older node, what feeds it), the rest counted in a box.
+
+    Example (run by tests/test_docstrings.py):
+
+        >>> import torch, backward_twice as bt
+        >>> clock = bt.StepClock()
+        >>> w = torch.ones(2, requires_grad=True)
+        >>> total = 0
+        >>> for step in range(2):
+        ...     clock.tick()
+        ...     total = total + (w * 2).sum()
+        >>> print(bt.draw_steps(total, clock=clock).text.splitlines()[0])
+        ops coloured by the training step that made them (made by step 1: salmon, made by step 2: yellow).
     """
     if names is not None and any(not isinstance(v, torch.Tensor) for v in names.values()):
         names = dict(named_tensors(names))

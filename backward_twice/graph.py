@@ -152,6 +152,15 @@ def draw(*roots, names=None, title=None, max_nodes=300, modules=None, focus=None
         box, "14 nodes from h to loss", and the text form says what it left out.
     expand (with modules=): True draws every op, in module clusters, however wide; a list of
         module paths (['cat']) draws the one-box-per-call picture with those calls op by op.
+
+    Example (run by tests/test_docstrings.py):
+
+        >>> import torch, backward_twice as bt
+        >>> a = torch.tensor([1.0, 2.0], requires_grad=True)
+        >>> loss = (a * a).sum()
+        >>> pic = bt.draw(loss, names={'a': a, 'loss': loss})   # shows as SVG in a notebook
+        >>> print(pic.text.splitlines()[3])                     # its text form: what nbval compares
+        op2 MulBackward0(a, a)
     """
     if expand is not None and modules is None:
         raise GraphInputError("expand= opens module calls: it needs modules=model too.")
@@ -199,6 +208,17 @@ def compare(before: GraphPicture | Snapshot, after: GraphPicture | Snapshot,
         with BackwardTrace(loss) as tr:
             loss.backward()
         compare(before, draw(loss, names=...), trace=tr)
+
+    Example (run by tests/test_docstrings.py):
+
+        >>> import torch, backward_twice as bt
+        >>> a = torch.tensor([1.0, 2.0], requires_grad=True)
+        >>> loss = (a * a).sum()
+        >>> before = bt.take_snapshot(loss, names={'a': a, 'loss': loss})
+        >>> loss.backward()
+        >>> after = bt.take_snapshot(loss, names={'a': a, 'loss': loss})
+        >>> print(bt.compare(before, after).text.splitlines()[-2])
+        freed 2 saved tensor(s), 8 B: MulBackward0.other, MulBackward0.self
     """
     b = before.snapshot if isinstance(before, GraphPicture) else before
     a = after.snapshot if isinstance(after, GraphPicture) else after
@@ -314,6 +334,16 @@ def watch(*roots, names=None, title=None, max_nodes=300, focus=None, label=None)
     which order: the 'after' picture marks them ('ran #k'). They are removed at the end.
     An exception in the block is re-raised after the 'after' picture is taken,
     so a cell that fails live still leaves its pictures behind in `w`.
+
+    Example (run by tests/test_docstrings.py):
+
+        >>> import torch, backward_twice as bt
+        >>> a = torch.tensor([1.0, 2.0], requires_grad=True)
+        >>> loss = (a * a).sum()
+        >>> with bt.watch(loss, names={'a': a, 'loss': loss}) as pic:
+        ...     loss.backward()
+        >>> print(repr(pic).splitlines()[-3])
+        freed 2 saved tensor(s), 8 B: MulBackward0.other, MulBackward0.self
     """
     if title is not None and label is not None and title != label:
         raise GraphInputError("watch(title=..., label=...): label is the old name of title; give one.")

@@ -175,6 +175,15 @@ class SavedBytes(_Hooks):
 
     It misses what the hooks miss (module docstring): a Python number saved as a wrapped
     0-d tensor (`x * 2`) is not counted; `backward_twice.walk.snapshot` lists it.
+
+    Example (run by tests/test_docstrings.py):
+
+        >>> import torch, backward_twice as bt
+        >>> x = torch.ones(3, requires_grad=True)
+        >>> with bt.SavedBytes() as saved:
+        ...     z = (x.exp() * x).sum()
+        >>> saved
+        SavedBytes(count=3, nbytes=36, unique_nbytes=24)
     """
 
     def __init__(self):
@@ -221,6 +230,18 @@ class LiveSaved(_Hooks):
           let go of that stayed in memory anyway, because someone else holds it.
     Timeline: `mark(label)` appends (label, nbytes) to `samples`; `with live.during(*roots)`
           marks each node of the roots' graph as the engine starts it.
+
+    Example (run by tests/test_docstrings.py):
+
+        >>> import torch, backward_twice as bt
+        >>> x = torch.ones(3, requires_grad=True)
+        >>> with bt.LiveSaved() as live:
+        ...     z = (x.exp() * x).sum()
+        >>> live.alive_nbytes
+        24
+        >>> z.backward()
+        >>> live.alive_nbytes
+        12
     """
 
     def __init__(self, per: str = "storage", exclude=()):

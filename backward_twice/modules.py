@@ -163,7 +163,18 @@ class ModuleRecording:
 
 
 def record_modules(model: torch.nn.Module) -> ModuleRecording:
-    """Start recording which module call makes each autograd node (see the module docstring)."""
+    """Start recording which module call makes each autograd node (see the module docstring).
+
+    Example (run by tests/test_docstrings.py):
+
+        >>> import torch, backward_twice as bt
+        >>> model = torch.nn.Sequential(torch.nn.Linear(3, 2), torch.nn.Tanh())
+        >>> with bt.record_modules(model):
+        ...     loss = model(torch.ones(1, 3)).sum()
+        >>> pic = bt.draw(loss, modules=model)     # one box per module call
+        >>> print(pic.text.splitlines()[0])
+        by module call (saved tensors of the nodes made inside it):
+    """
     return ModuleRecording(model)
 
 

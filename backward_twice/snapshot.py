@@ -438,6 +438,15 @@ def fmt_shape(shape) -> str:
 
 
 def fmt_bytes(n) -> str:
+    """A byte count as people read it: B below 1 KiB, then KiB and MiB to one decimal; None (a size
+    that could not be read) as "? B", never as 0 B.
+
+    Example (run by tests/test_docstrings.py):
+
+        >>> from backward_twice import fmt_bytes
+        >>> fmt_bytes(1536), fmt_bytes(12), fmt_bytes(None)
+        ('1.5 KiB', '12 B', '? B')
+    """
     if n is None:
         return "? B"
     for unit, size in (("MiB", 1 << 20), ("KiB", 1 << 10)):
@@ -488,7 +497,17 @@ def fmt_values(t: torch.Tensor, max_values: int = 8) -> str:
     digits (`_digits_beside`: [1.071, -0.0006303] prints as [1.07, -0.0006]). Complex values print
     as '1+2j' and their norm is the complex one (sqrt of the sum of |z|^2); a sparse tensor shows
     its layout, how many values it stores and their norm; a tensor with no data (device 'meta')
-    says so."""
+    says so.
+
+    Example (run by tests/test_docstrings.py):
+
+        >>> import torch
+        >>> from backward_twice import fmt_values
+        >>> fmt_values(torch.tensor([1.071, -0.0006303]))
+        '[1.07, -0.0006]'
+        >>> fmt_values(torch.ones(3, 4))
+        '(3, 4) norm 3.46'
+    """
     t = t.detach()
     if t.device.type == "meta":
         return f"{fmt_shape(t.shape)} on meta: no values"
@@ -533,5 +552,15 @@ def dtype_name(dtype) -> str:
 
 def saved_states(snap: Snapshot) -> dict[str, str]:
     """{'PowBackward0.self': 'held' or 'freed', ...} for every saved tensor of a snapshot
-    (plain strings, so the dict prints as it reads)."""
+    (plain strings, so the dict prints as it reads).
+
+    Example (run by tests/test_docstrings.py):
+
+        >>> import torch, backward_twice as bt
+        >>> a = torch.tensor([1.0, 2.0], requires_grad=True)
+        >>> loss = (a * a).sum()
+        >>> loss.backward()
+        >>> bt.saved_states(bt.take_snapshot(loss))
+        {'MulBackward0.other': 'freed', 'MulBackward0.self': 'freed'}
+    """
     return {f"{op.name}.{s.slot}": s.state.value for op, s in snap.saved_tensors()}

@@ -246,6 +246,15 @@ def step_through(run, *roots, names=None, title=None, expect_error=None,
         it an error in `run()` propagates as usual.
     frames: 'all', or 'changes': the static form (no kernel) shows only the frames where
         something changes (a core path's stepper); the live stepper keeps every frame.
+
+    Example (run by tests/test_docstrings.py):
+
+        >>> import torch, backward_twice as bt
+        >>> a = torch.tensor([1.0, 2.0], requires_grad=True)
+        >>> loss = (a * a).sum()
+        >>> frames = bt.step_through(loss.backward, loss, names={'a': a})   # a slider in a notebook
+        >>> frames.order
+        ['op1 SumBackward0', 'op2 MulBackward0', 'AccumulateGrad of a']
     """
     if frames not in ("all", "changes"):
         raise GraphInputError(f"frames= takes 'all' or 'changes', not {frames!r}.")

@@ -101,5 +101,16 @@ class GlanceTable:
 
 def at_a_glance(names: Mapping) -> GlanceTable:
     """A table of is_leaf, requires_grad, retains_grad and '.grad filled' for each named tensor,
-    recorded when the `with` block starts and when it ends."""
+    recorded when the `with` block starts and when it ends.
+
+    Example (run by tests/test_docstrings.py):
+
+        >>> import torch, backward_twice as bt
+        >>> x = torch.ones(2, requires_grad=True)
+        >>> with bt.at_a_glance({'x': x}) as table:
+        ...     (x * 3).sum().backward()
+        >>> print(repr(table))
+        tensor  is_leaf  requires_grad  retains_grad  grad before  grad after
+        x       True     True           False         False        True
+    """
     return GlanceTable(names)

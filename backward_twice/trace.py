@@ -38,6 +38,13 @@ def reachable_nodes(*roots, limit: int = COUNT_LIMIT) -> list[torch.autograd.gra
     Bounded by the same ceiling as the renderer's walk (backward_twice.walk.COUNT_LIMIT): in
     torch 2.13, touching the nodes of a very deep graph from Python makes freeing it
     later crash the process, so a graph larger than `limit` is refused, not walked.
+
+    Example (run by tests/test_docstrings.py):
+
+        >>> import torch, backward_twice as bt
+        >>> x = torch.ones(3, requires_grad=True)
+        >>> [node.name() for node in bt.reachable_nodes((x.exp() * 2).sum())]
+        ['SumBackward0', 'MulBackward0', 'ExpBackward0', 'torch::autograd::AccumulateGrad']
     """
     order, capped = nodes_under([t.grad_fn for t in roots if isinstance(t, torch.Tensor)], limit)
     if capped:
@@ -60,6 +67,22 @@ class Step:
 
 
 class BackwardTrace:
+    """Record the order in which a backward call runs the nodes behind `roots`, and the gradients
+    each received and sent (`keep_grads`), with public node hooks only: it changes nothing the graph
+    does. After the block: `.order` (node names in run order), `.counts`, `.steps`, `.unfinished`
+    (a node that started but never finished: where a failing backward stopped).
+
+    Example (run by tests/test_docstrings.py):
+
+        >>> import torch, backward_twice as bt
+        >>> x = torch.ones(3, requires_grad=True)
+        >>> y = (x.exp() * 2).sum()
+        >>> with bt.BackwardTrace(y) as tr:
+        ...     y.backward()
+        >>> tr.order
+        ['SumBackward0', 'MulBackward0', 'ExpBackward0', 'torch::autograd::AccumulateGrad']
+    """
+
     def __init__(self, *roots, keep_grads: bool = True, on_start=None, on_step=None):
         self.nodes = reachable_nodes(*roots)
         self.index = {fn: i for i, fn in enumerate(self.nodes)}
@@ -157,7 +180,22 @@ def _short(fn) -> str:
 def where_backward_stops(*roots):
     """Hook every node behind `roots`; after the block, say which node started but never finished
     (`BackwardTrace.unfinished`). The exception is re-raised (a cell that fails live still fails).
-    Public node hooks only: it changes nothing the graph does."""
+    Public node hooks only: it changes nothing the graph does.
+
+    Example (run by tests/test_docstrings.py):
+
+        >>> import torch, backward_twice as bt
+        >>> x = torch.ones(3, requires_grad=True)
+        >>> y = (x.exp() * 2).sum()
+        >>> y.backward(retain_graph=False)
+        >>> try:
+        ...     with bt.where_backward_stops(y) as stop:
+        ...         y.backward()              # the graph was freed by the first call
+        ... except RuntimeError:
+        ...     pass
+        >>> stop.stopped_in
+        'MulBackward0'
+    """
     stop = Stop()
     with BackwardTrace(*roots, keep_grads=False) as trace:
         try:

@@ -439,7 +439,17 @@ def snapshot(*roots, names=None, max_nodes=300, focus=None) -> Snapshot:
 
     focus: a tensor the roots were computed from, a grad_fn node, or a list of them: only
     the part of the graph under the focus (what feeds it) is recorded, and what lies between
-    the roots and the focus is counted in `Snapshot.above`."""
+    the roots and the focus is counted in `Snapshot.above`.
+
+    Example (run by tests/test_docstrings.py):
+
+        >>> import torch, backward_twice as bt
+        >>> a = torch.tensor([1.0, 2.0], requires_grad=True)
+        >>> loss = (a * a).sum()
+        >>> snap = bt.take_snapshot(loss, names={'a': a})
+        >>> bt.saved_states(snap)
+        {'MulBackward0.other': 'held', 'MulBackward0.self': 'held'}
+    """
     return snapshot_with_ids(*roots, names=names, max_nodes=max_nodes, focus=focus)[0]
 
 

@@ -38,7 +38,16 @@ def svg_width_pt(svg: str) -> float:
 
 
 def shown_px(svg: str) -> tuple[float, float]:
-    """(width pt, height in px) of an SVG shown at most OUTPUT_PX wide (1 pt = 4/3 px)."""
+    """(width pt, height in px) of an SVG shown at most OUTPUT_PX wide (1 pt = 4/3 px).
+
+    Example (run by tests/test_docstrings.py):
+
+        >>> import torch, backward_twice as bt
+        >>> a = torch.tensor([1.0, 2.0], requires_grad=True)
+        >>> width_pt, height_px = bt.shown_px(bt.draw((a * a).sum()).svg)
+        >>> height_px > 0
+        True
+    """
     w, h = svg_size(svg)
     return w, h * 4 / 3 * (min(1.0, OUTPUT_PX / (w * 4 / 3)) if w else 1.0)
 

@@ -127,5 +127,12 @@ class Legend:
 
 
 def legend() -> Legend:
-    """Every colour of the pictures and its one meaning: `from backward_twice import legend; legend()`."""
+    """Every colour of the pictures and its one meaning: `from backward_twice import legend; legend()`.
+
+    Example (run by tests/test_docstrings.py):
+
+        >>> import backward_twice as bt
+        >>> print(repr(bt.legend()).splitlines()[0])
+        #cfe8fc  leaf tensor (fill), with its .grad
+    """
     return Legend()
