@@ -56,7 +56,15 @@ import torch
 
 from . import render
 from ._ipython import shell
-from .diagnosis_picture import STOP_FILL, StepClock, draw_steps, is_leaf_node, seq, stop_picture  # noqa: F401 (re-exported)
+from .diagnosis_picture import (  # noqa: F401 (re-exported)
+    STOP_FILL,
+    StepClock,
+    StopRequest,
+    draw_steps,
+    is_leaf_node,
+    seq,
+    stop_picture,
+)
 from .names import named_tensors
 from .snapshot import GraphInputError
 from .walk import COUNT_LIMIT, check_max_nodes, nodes_under, raw_saved_tensor, saved_slots
@@ -776,8 +784,9 @@ def _explain(root, ns, names_available, max_nodes, clock=None, hint=None, failed
     ev = _Evidence(d, root, ns, named, every, graph, stop, old_set, new, entries, start, running, path, clock, earlier)
     ev.decide()
     d.culprits = d.culprits or ([d.culprit] if d.culprit else [])
-    d.picture = stop_picture(root, stop=stop, path=path, old=old_set, names=_picture_names(d, root, named, graph),
-                             max_nodes=max_nodes, will_stop=d.not_yet_run)
+    d.picture = stop_picture(StopRequest(root, stop=stop, path=tuple(path), old=frozenset(old_set),
+                                         names=_picture_names(d, root, named, graph), max_nodes=max_nodes,
+                                         will_stop=d.not_yet_run))
     d.message = _report(d)
     return d
 

@@ -1,13 +1,17 @@
 """Pictures for the diagnosis of a failed backward, and graphs coloured by training step.
 
-`stop_picture` draws where a failed backward stopped (backward_twice.diagnose calls it; the seam: the
-diagnosis decides *what* to show, this module decides *how*). `StepClock` and `draw_steps`
-colour a graph's nodes by the training step that created them (a long loop's graph: around
-where the newest step uses an older step's graph).
+`stop_picture(StopRequest(...))` draws where a failed backward stopped. This is the seam between the
+diagnosis (backward_twice.diagnose) and the picture engine, agreed before either changes it
+(docs/diagnosis.md, "The seam with the pictures"): the diagnosis decides *what* to show and words
+every fact, in a `StopRequest`; this module decides *how* (which nodes fit, what folds), and shows
+every note word for word. `StepClock` and `draw_steps` colour a graph's nodes by the training step
+that created them (a long loop's graph: around where the newest step uses an older step's graph).
 """
 from __future__ import annotations
 
 import itertools
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 import torch
 
@@ -42,22 +46,46 @@ ABOVE_STOP = 3
 AROUND_NODES = 12
 
 
-def stop_picture(root, *, stop, path: list, old: set, names: dict, max_nodes: int, will_stop: bool) -> Picture:
-    """The picture of a failed (or, will_stop=True, a not yet run) backward from `root`: `stop`
-    (the node where the engine stops) filled orange, the nodes of `old` (made by earlier steps)
-    and the others (this step) in two fills, `path` (nodes from root.grad_fn down to stop) in
-    thick edges, the tensors of `names` ({name: tensor}) labelled. The graph is drawn whole when
-    it has at most `max_nodes` nodes and fits one screen (its text reads at notebook width and it
-    is at most CORE_MAX_HEIGHT_PX tall: fits); else around the stop, the rest counted in one box, so that the picture
-    of a long loop stays readable. This is the seam with backward_twice.diagnose, which decides what
-    the arguments are."""
-    words = (stop.name(), will_stop)
+@dataclass(frozen=True)
+class StopRequest:
+    """What the diagnosis asks the picture of a failed (or, will_stop=True, a not yet run) backward
+    to show. The diagnosis fills it; the picture engine draws it.
+
+    root: the tensor backward was called on. stop: the node where the engine stops (filled orange),
+    or None when not known. path: the nodes from root.grad_fn down to stop (thick edges). old: the
+    nodes made by earlier steps (one fill; every other node: this step's fill). names: {name:
+    tensor}, the labels. notes: {node: one line}, a recorded fact about a node, worded by the
+    diagnosis ('made at train.py:12, step 3', 'its saved self was freed by loss.backward() at
+    train.py:14'): drawn on the node's box and listed in the text form, word for word, and never
+    a guess (the diagnosis passes only what it recorded). max_nodes: a graph of at most this many
+    nodes that fits one screen is drawn whole."""
+
+    root: torch.Tensor
+    stop: object = None
+    path: tuple = ()
+    old: frozenset = frozenset()
+    names: Mapping = field(default_factory=dict)
+    notes: Mapping = field(default_factory=dict)
+    max_nodes: int = 30
+    will_stop: bool = False
+
+
+def stop_picture(request: StopRequest) -> Picture:
+    """The picture of `request` (StopRequest): `stop` filled orange, `old` and the others in two
+    fills, `path` in thick edges, `names` labelled, each of `notes` on its node. The graph is drawn
+    whole when it has at most `max_nodes` nodes and fits one screen (its text reads at notebook
+    width and it is at most CORE_MAX_HEIGHT_PX tall); else around the stop, the rest counted in one
+    box, so that the picture of a long loop stays readable. A note whose node is not drawn is still
+    listed in the text form ("notes:"), which says so."""
+    r = request
+    path, old = list(r.path), frozenset(r.old)
+    words = ((r.stop.name() if r.stop is not None else "an unknown node"), r.will_stop)
     whole = []
-    snap, ids = snapshot_with_ids(root, names=names, max_nodes=max_nodes)
+    snap, ids = snapshot_with_ids(r.root, names=r.names, max_nodes=r.max_nodes)
     if not snap.truncated:
-        whole = [_stop_picture(words, snap, ids, stop, path, old)]
-    focused = (_stop_picture(words, snap, ids, stop, path, old)
-               for snap, ids in _around([root], path, names, min(max_nodes, AROUND_NODES)))
+        whole = [_stop_picture(words, snap, ids, r.stop, path, old, r.notes)]
+    focused = (_stop_picture(words, snap, ids, r.stop, path, old, r.notes)
+               for snap, ids in _around([r.root], path, r.names, min(r.max_nodes, AROUND_NODES)))
     return _readable(itertools.chain(whole, focused))
 
 
@@ -90,8 +118,9 @@ def _readable(pictures):
     return best
 
 
-def _stop_picture(words, snap, ids, stop, path, old_set) -> Picture:
-    """`snap` drawn with this step's and earlier steps' colours, the stop and the path marked."""
+def _stop_picture(words, snap, ids, stop, path, old_set, notes=None) -> Picture:
+    """`snap` drawn with this step's and earlier steps' colours, the stop and the path marked,
+    each note on its node's box."""
     fills = {i: (OLD_FILL if fn in old_set else NEW_FILL) for fn, i in ids.items() if not is_leaf_node(fn)}
     on_path = [ids.get(fn) for fn in path]
     marked = {(b, a) for a, b in zip(on_path, on_path[1:]) if a and b}   # forward direction
@@ -107,8 +136,15 @@ def _stop_picture(words, snap, ids, stop, path, old_set) -> Picture:
     legend = ((STOP_FILL, f"where backward stopped: {stopped_at}; thick: the path from the loss"),
               (OLD_FILL, "made by an earlier step (freed before this call)"),
               (NEW_FILL, "made by this step"))
-    marks = render.Marks(fills=fills, path=frozenset(marked), legend=legend)
-    return Picture(render.to_dot(snap, title, marks=marks), describe(snap))
+    notes = notes or {}
+    drawn = {ids[fn]: text for fn, text in notes.items() if fn in ids}
+    marks = render.Marks(fills=fills, path=frozenset(marked), legend=legend, notes=drawn)
+    text = describe(snap)
+    if notes:
+        lines = [f"  {ids[fn] + ' ' if fn in ids else ''}{fn.name()}: {note}"
+                 + ("" if fn in ids else " (node not drawn)") for fn, note in notes.items()]
+        text += "\nnotes:\n" + "\n".join(lines)
+    return Picture(render.to_dot(snap, title, marks=marks), text)
 
 
 # Nodes coloured by the step that made them

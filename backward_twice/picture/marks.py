@@ -11,7 +11,9 @@ class Marks:
     changed: tensor ids whose .grad changed; fills: {id: fill colour} replacing the usual (the
     training step that made an op, where backward stopped); path: {(from id, to id)}, edges drawn
     thick; legend: ((colour, words), ...) added to the legend; spotlight: ids drawn as usual, every
-    other box faded; region: boxes more than one edge from the spotlight folded into one count (region.py)."""
+    other box faded; region: boxes more than one edge from the spotlight folded into one count (region.py);
+    notes: {id: one line}, a recorded fact about a box ('made at train.py:12, step 3'), drawn as the
+    box's last row, word for word (the caller words it; the picture never shortens or drops it)."""
 
     highlight: frozenset = frozenset()
     ran: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
@@ -21,6 +23,7 @@ class Marks:
     legend: tuple = ()
     spotlight: frozenset = frozenset()     # when set, every other box is faded: the change stands out
     region: bool = False                   # only the spotlight and its neighbours drawn, the rest counted
+    notes: Mapping[str, str] = field(default_factory=dict)
 
 
 NO_MARKS = Marks()

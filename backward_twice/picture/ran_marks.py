@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .marks import Marks
 from .palette import CHANGED, HIGHLIGHT, RAN
-from .scene import Scene, Span
+from .scene import Cell, Scene, Span
 
 
 def badge(order) -> list[Span]:
@@ -21,6 +21,8 @@ def mark(scene: Scene, marks: Marks, highlight=frozenset()) -> None:
     for box in scene.boxes.values():
         order = marks.ran.get(box.id)
         t = box.table
+        if box.id in marks.notes:          # a recorded fact, word for word, as the box's last row
+            t.rows.append([Cell([Span(marks.notes[box.id], italic=True)], size=10, align="LEFT")])
         if box.kind == "op":
             if order is not None:
                 t.rows[0][0].spans += badge(order)
