@@ -648,7 +648,7 @@ def _maker_row(name: str, ops, shared, path: str, with_op: bool) -> list:
         short = alias[len(path) + 1:] if path and alias.startswith(path + ".") else alias
         if "." in short.removesuffix(".T"):     # 'conv1.weight' in a Block's box; '0.weight' kept whole
             alias = short
-        what = f"{slot}{' = ' + alias if alias else ''} {fmt_shape(s.shape) if s.shape else ''} {fmt_bytes(s.nbytes)}"
+        what = f"{slot}{' = ' + alias if alias else ''} {fmt_shape(s.shape) if s.shape else ''} {s.size_words()}"
         items.append(_item(what, s, (op.id, s.slot) in shared))
     if tiny:
         names = ", ".join(f"{_short(op.name)}.{s.slot}" if with_op else s.slot for op, s in tiny)

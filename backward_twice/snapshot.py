@@ -55,7 +55,12 @@ class Saved:
     state: SavedState          # HELD / FREED / UNREADABLE for tensors, VALUE for non-tensors
     shape: tuple[int, ...] | None = None
     dtype: str | None = None
+    # its bytes: what its view reads (shape x element size), but never more than the buffer
+    # (storage) behind it: an expanded, stride-0 mask holds only its small buffer. On the meta
+    # device: what it would take (nothing is allocated).
     nbytes: int | None = None
+    # the bytes its view reads when they are more than its buffer's (an expanded view), else None
+    view_nbytes: int | None = None
     alias: str | None = None   # a named tensor sharing this storage ('a', 'c', 'w.T', ...)
     value: str | None = None   # printed form of a non-tensor value; for UNREADABLE, what reading raised
     modified: str | None = None  # held, but changed in place since saved: "version 1 -> 2"
@@ -94,7 +99,14 @@ class Saved:
         if self.shape is None:
             return f"{self.slot}: size unknown{stale}"
         alias = f" ({self.alias_note()})" if self.alias else ""
-        return f"{self.slot}{alias}: {fmt_shape(self.shape)} {self.dtype} {fmt_bytes(self.nbytes)}{stale}"
+        return f"{self.slot}{alias}: {fmt_shape(self.shape)} {self.dtype} {self.size_words()}{stale}"
+
+    def size_words(self) -> str:
+        """'256 B', or '256 B buffer, viewed as 4.0 KiB' when the saved view reads more than the
+        buffer behind it (an expanded, stride-0 mask)."""
+        if self.view_nbytes is None:
+            return fmt_bytes(self.nbytes)
+        return f"{fmt_bytes(self.nbytes)} buffer, viewed as {fmt_bytes(self.view_nbytes)}"
 
 
 class SavedKind(StrEnum):
@@ -268,6 +280,8 @@ class Snapshot:
     count_capped: bool = False
     cut_at: list[str] = field(default_factory=list)  # drawn op ids with inputs beyond the cap
     above: AboveFocus | None = None   # drawn with focus=: what lies between the roots and the focus
+    # True when a saved tensor is on the meta device: its bytes are what it would take, none allocated
+    on_meta: bool = False
     # op ids whose saved tensors a non-reentrant torch.utils.checkpoint recomputes in backward
     # (SavedState.RECOMPUTED): a checkpointed region, which holds no memory for them
     recomputed_in_backward: list[str] = field(default_factory=list)

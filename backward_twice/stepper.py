@@ -269,7 +269,8 @@ def step_through(run, *roots, names=None, title=None, expect_error=None,
     before, ids = snapshot_with_ids(*roots, names=names, max_nodes=max_nodes)
     if before.truncated:
         raise GraphInputError(
-            f"this graph has {before.total_nodes} nodes, more than max_nodes={max_nodes}: "
+            f"this graph has {'more than ' if before.count_capped else ''}{before.total_nodes:,} nodes, "
+            f"more than max_nodes={max_nodes}: "
             "step through a smaller example (a stepper frame per node stays readable only for "
             "small graphs), or pass max_nodes=N.")
     def label(fn) -> str:

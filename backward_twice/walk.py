@@ -129,12 +129,26 @@ def _tensor_saved(slot, t, storages, node="") -> Saved:
         same = [n for n, g in named if geometry is not None and g == geometry]
         same += [f"{n}.T" for n, g in named if _is_transpose(g, geometry)]   # Linear saves weight.T
         alias, view = (same[0], False) if same else (named[0][0], True)
-    # a tensor on device 'meta' has a shape and no data: it holds no memory
-    nbytes = 0 if t.is_meta else t.numel() * t.element_size()
+    # its bytes: what its view reads, but never more than the buffer behind it (an expanded, stride-0
+    # mask reads 4 KiB of a 256 B buffer and holds 256 B). On device 'meta' the buffer has a size and
+    # no data: the size is what it would take.
+    nbytes, view_nbytes = _saved_bytes(t)
     kind = _saved_kind(slot, t, named=bool(named))
     return Saved(slot=slot, is_tensor=True, state=SavedState.HELD, shape=tuple(t.shape),
-                 dtype=dtype_name(t.dtype), nbytes=nbytes,
+                 dtype=dtype_name(t.dtype), nbytes=nbytes, view_nbytes=view_nbytes,
                  alias=alias, alias_view=view, storage=_storage_key(t), kind=kind)
+
+
+def _saved_bytes(t) -> tuple[int, int | None]:
+    """(bytes of `t`: its view's, at most its storage's; the view's bytes when they are more than its
+    storage's (an expanded view), else None). A slice of a bigger buffer counts its own bytes here;
+    the buffer it keeps alive is counted by storage in Snapshot.memory()."""
+    view = t.numel() * t.element_size()
+    try:
+        buffer = t.untyped_storage().nbytes()
+    except Exception:        # no storage to ask (a wrapper subclass): the view's own size
+        return view, None
+    return (buffer, view) if view > buffer else (view, None)
 
 
 def _saved_kind(slot: str, t: torch.Tensor, named: bool = False) -> SavedKind:
@@ -156,9 +170,12 @@ def _saved_kind(slot: str, t: torch.Tensor, named: bool = False) -> SavedKind:
 
 
 def _storage_key(t):
+    """Which buffer `t` reads: the storage itself (its C++ object), never its address alone. Every
+    tensor on the meta device has address 0, and two unrelated tensors of one size would look like
+    one buffer by address; views of one storage share its object."""
     try:
         st = t.untyped_storage()
-        return st.data_ptr(), st.nbytes()
+        return st._cdata, st.data_ptr(), st.nbytes()
     except Exception:  # sparse or otherwise storage-less tensors
         return None
 
@@ -472,6 +489,7 @@ def snapshot_with_ids(*roots, names=None, max_nodes=300, focus=None) -> tuple[Sn
     walk.record_holders()
     walk.count_hidden()
     walk.summarise_above()
+    walk.snap.on_meta = any(getattr(t, "is_meta", False) for t in roots)
     return walk.snap, walk.node_id
 
 

@@ -75,12 +75,40 @@ def test_nested_tensor_inside_the_graph_is_a_clear_graph_input_error():
         draw(y, names={"nt": nt})
 
 
-def test_meta_tensors_hold_no_memory_and_have_no_values():
+def test_meta_tensors_say_what_they_would_take_and_have_no_values():
+    # issue 28 §2: on the meta device sizes come from shapes and dtypes, and the text says so
     x = torch.randn(3, device="meta", requires_grad=True)
     y = (x * x).sum()
-    assert "saved tensors: 2 held (0 B)" in draw(y, names={"x": x}).text
+    text = draw(y, names={"x": x}).text
+    assert "held  self (= x): (3,) float32 12 B" in text and "saved tensors: 2 held (24 B)" in text
+    assert "meta device: the sizes are what these tensors would take; no memory is allocated" in text
     y.backward()
     assert "leaf x (3,) float32 grad=(3,) on meta: no values" in draw(y, names={"x": x}).text
+
+
+def test_meta_tensors_share_no_buffer_by_address():
+    # every meta tensor sits at address 0: unrelated tensors of one size were reported as one buffer,
+    # and saved activations as sharing memory with unrelated weights. Sharing is by storage identity.
+    w1 = torch.randn(8, 8, device="meta", requires_grad=True)
+    w2 = torch.randn(8, 8, device="meta", requires_grad=True)
+    x = torch.randn(8, 8, device="meta")
+    y = ((x @ w1).tanh() @ w2).sum()
+    text = draw(y, names={"w1": w1, "w2": w2}).text
+    shared = [line for line in text.splitlines() if line.startswith("shared buffers")]
+    # the one real sharing: tanh's result, saved by TanhBackward0 and as the second matmul's self
+    # (by address, all 4 slots were one buffer and each was "= w1", a weight no slot saves)
+    assert shared == ["shared buffers: 1 buffer(s) saved by 2 slots; counted once: 768 B held, 0 B freed"], text
+    assert "(= w1)" not in text and "saved tensors: 4 held (1.0 KiB)" in text
+
+
+def test_an_expanded_view_counts_its_buffer_not_its_view():
+    # a causal mask broadcast with expand (stride 0): it read '4.0 KiB' for a 256-byte buffer
+    T = 16
+    mask = torch.ones(T, T).tril().bool()                     # 256 B
+    s = torch.randn(4, 4, T, T, requires_grad=True)
+    text = draw(s.masked_fill(mask.expand(4, 4, T, T), 0.0).sum(), names={"s": s}).text
+    assert "held  mask: (4, 4, 16, 16) bool 256 B buffer, viewed as 4.0 KiB" in text
+    assert "saved tensors: 1 held (256 B)" in text
 
 
 def test_tensor_subclass_is_drawn_like_a_tensor():

@@ -233,3 +233,15 @@ def test_every_frame_draws_each_node_in_the_same_place():
     own = [node_places(render.to_dot(f.snapshot, title=s._title(i), marks=s._marks(i)))
            for i, f in enumerate(s.frames)]
     assert any(p != own[0] for p in own)
+
+
+def test_a_refused_graph_too_big_to_count_says_more_than():
+    # issue 28 §2: a 20,849-node graph was refused as "this graph has 20000 nodes"
+    from backward_twice.walk import COUNT_LIMIT
+
+    x = torch.ones(1, requires_grad=True)
+    y = x
+    for _ in range(COUNT_LIMIT + 10):
+        y = y * 1.0
+    with pytest.raises(GraphInputError, match=f"this graph has more than {COUNT_LIMIT:,} nodes, more than max_nodes=60"):
+        step_through(lambda: y.backward(), y)

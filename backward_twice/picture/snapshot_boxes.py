@@ -1,7 +1,7 @@
 """The first pass: a Snapshot's ops and tensors as boxes, its edges as edges."""
 from __future__ import annotations
 
-from ..snapshot import NAMED_TENSOR_ROLES, Role, Saved, SavedState, Snapshot, fmt_bytes, fmt_shape
+from ..snapshot import NAMED_TENSOR_ROLES, Role, Saved, SavedState, Snapshot, fmt_shape
 from .palette import EDGE, FREED, HELD, LEAF, MODIFIED, NAMED, OP, VALUE
 from .scene import Box, Cell, Edge, Scene, Span, Table
 
@@ -41,7 +41,7 @@ def saved_rows(op, shared=frozenset()) -> list[list[Cell]]:
         tag = shared_tag() if s.slot in shared else []
         alias = f" {s.alias_note()}" if s.alias else ""
         if s.state is SavedState.FREED:
-            size = alias + ("" if s.shape is None else f" {fmt_shape(s.shape)} {fmt_bytes(s.nbytes)}")
+            size = alias + ("" if s.shape is None else f" {fmt_shape(s.shape)} {s.size_words()}")
             spans = [Span(f"saved {s.slot}{size}", strike=True), Span("\u00a0\u00a0"), Span("FREED", bold=True)] + tag
             holder = holder_words(s)
             if holder:             # on a line of its own: a FREED row no wider than before ('still
@@ -49,7 +49,7 @@ def saved_rows(op, shared=frozenset()) -> list[list[Cell]]:
                 spans += [Span(br=True), Span(holder.removeprefix(" - ").removesuffix(", no memory returned"))]
             rows.append([Cell(spans, colour=FREED, size=10, align="LEFT")])
         elif s.is_tensor and s.modified:  # held, but changed in place since it was saved
-            size = "" if s.shape is None else f": {fmt_shape(s.shape)} {s.dtype} {fmt_bytes(s.nbytes)}"
+            size = "" if s.shape is None else f": {fmt_shape(s.shape)} {s.dtype} {s.size_words()}"
             spans = [Span(f"saved {s.slot}{alias}{size}"), Span(br=True),
                      Span(f"MODIFIED IN PLACE since saved ({s.modified})", bold=True)]
             rows.append([Cell(spans, colour=MODIFIED, size=10, align="LEFT")])
@@ -61,7 +61,7 @@ def saved_rows(op, shared=frozenset()) -> list[list[Cell]]:
             spans = [Span(f"saved {s.slot}: "), Span("unreadable", bold=True), Span(f" ({s.value})")]
             rows.append([Cell(spans, colour=VALUE, size=10, align="LEFT")])
         elif s.is_tensor:
-            spans = [Span(f"saved {s.slot}{alias}: {fmt_shape(s.shape)} {s.dtype} {fmt_bytes(s.nbytes)}")] + tag
+            spans = [Span(f"saved {s.slot}{alias}: {fmt_shape(s.shape)} {s.dtype} {s.size_words()}")] + tag
             rows.append([Cell(spans, colour=HELD, size=10, align="LEFT")])
     rows.extend(value_rows([s for s in op.saved if not s.is_tensor and s.state is SavedState.VALUE]))
     return rows

@@ -38,6 +38,8 @@ def describe(snap: Snapshot) -> str:
                  f"{n['freed']} freed ({fmt_total(b['freed'], m.freed_unknown)}){other}")
     if m.by_reference:
         lines.append(f"memory {m.words()}")
+    if snap.on_meta:
+        lines.append("meta device: the sizes are what these tensors would take; no memory is allocated")
     shared = snap.shared_buffers()
     if shared:
         u = snap.unique_bytes_by_state()
