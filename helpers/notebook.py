@@ -26,6 +26,10 @@ def setup(seed: int = 0) -> None:
     torch.set_printoptions(precision=4, sci_mode=False)
     warnings.formatwarning = format_warning
     warnings.simplefilter("always")   # a warning shows each time its cell runs, not once
+    # torch.compile on CPython 3.13.0 exactly warns "Guards may run slower on Python 3.13.0. Consider
+    # upgrading to Python 3.13.1+." from inside dynamo: a fact about the reader's interpreter patch
+    # level, not about autograd, and it made notebook 12's compile cells differ on 3.13.0 only
+    warnings.filterwarnings("ignore", message="Guards may run slower on Python", category=RuntimeWarning)
     short_errors()
     describe_figures()
 

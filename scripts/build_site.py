@@ -79,6 +79,29 @@ math[display="block"] { margin: 0.6em 0; }
 .bt-search .bt-count { color: #555; }
 .bt-search .bt-snippet { color: #444; font-size: 13px; }
 @media print { .bt-search { display: none; } }
+/* WCAG 2.1 AA (docs/accessibility.md): JupyterLab's code colours, prompts and error text are below
+   4.5:1 on its #f5f5f5 code background (comments #408080 4.17:1, operators #aa22ff 4.39:1, numbers
+   #008800 4.25:1, prompts #b0b0b0 2.16:1, error text #e75c58 on #ffdddd 2.74:1): each is replaced
+   by a darker shade of the same hue, every one at least 5.7:1. Links inside text are underlined: a
+   colour 1.86:1 from the text around it does not tell a link apart. Set on body (the theme sets
+   them on :root, later in the page): body's own values are what every cell inherits. */
+body {
+  --jp-mirror-editor-atom-color: #4a4acf; --jp-mirror-editor-attribute-color: #0000b3;
+  --jp-mirror-editor-bracket-color: #5e5e45; --jp-mirror-editor-builtin-color: #006b00;
+  --jp-mirror-editor-comment-color: #2e6666; --jp-mirror-editor-def-color: #0000d6;
+  --jp-mirror-editor-error-color: #c00000; --jp-mirror-editor-keyword-color: #006b00;
+  --jp-mirror-editor-link-color: #0000b3; --jp-mirror-editor-meta-color: #7a1fb8;
+  --jp-mirror-editor-number-color: #006b00; --jp-mirror-editor-operator-color: #7a1fb8;
+  --jp-mirror-editor-property-color: #004b8f; --jp-mirror-editor-punctuation-color: #004b8f;
+  --jp-mirror-editor-qualifier-color: #555555; --jp-mirror-editor-quote-color: #006b00;
+  --jp-mirror-editor-string-color: #a31c1c; --jp-mirror-editor-tag-color: #116600;
+  --jp-cell-prompt-not-active-font-color: #616161; --jp-cell-prompt-not-active-opacity: 1;
+  --jp-cell-inprompt-font-color: #1f5f99; --jp-cell-outprompt-font-color: #9c4228;
+}
+body .jp-InputPrompt, body .jp-OutputPrompt { color: #616161; opacity: 1; }
+html body .jp-RenderedText pre .ansi-red-fg, html body .ansi-red-fg { color: #a8201a; }
+html body .jp-RenderedHTMLCommon a:link, html body .jp-RenderedHTMLCommon a:visited,
+html body main a:link, html body main a:visited { text-decoration: underline; }
 """ + handout.PRINT_CSS
 
 TEMPLATE = r"""
@@ -262,7 +285,8 @@ def nav_bar(items, i, where) -> str:
         parts.append(f'<a rel="next" href="{page_name(items[i + 1]["file"])}">{html.escape(items[i + 1]["title"])} →</a>')
     if where == "top":
         parts.append(SEARCH_BOX)
-    return f'<nav class="bt-nav {where}">' + "".join(parts) + "</nav>"
+    label = "Course pages" if where == "top" else "Course pages, again at the end"   # two navs: each named
+    return f'<nav class="bt-nav {where}" aria-label="{label}">' + "".join(parts) + "</nav>"
 
 
 _ATTR = re.compile(r'(<(?:a|img)\b[^>]*?\b(?:href|src)=")([^"]*)(")')
@@ -353,6 +377,16 @@ def build(out: pathlib.Path = DEFAULT_OUT, only=None) -> list:
     if not only:                          # the index covers every page: only on a full build
         write_search(out, written)
     return written
+
+
+AXE_VERSION = "4.14.1"                    # the npm package axe-core: the accessibility rules the tests run
+AXE_JS = NPM_TOOLS / "node_modules" / "axe-core" / "axe.min.js"
+
+
+def install_axe() -> pathlib.Path:
+    """axe-core from its npm package, once, into .npm-tools/ (for tests/test_site.py and test_slides.py)."""
+    npm_install(f"axe-core@{AXE_VERSION}", NPM_TOOLS, AXE_JS, "accessibility tests")
+    return AXE_JS
 
 
 def install_lunr() -> pathlib.Path:

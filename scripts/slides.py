@@ -396,7 +396,10 @@ def output_blocks(output) -> list:
         return (pre_blocks(words, "bt-out") if words else []) + out
     if "image/png" in data:
         src = "data:image/png;base64," + data["image/png"].replace("\n", "")
-        return [Block(f'<img class="bt-chart" src="{src}" alt="chart">', BUDGET, alone=True)]
+        # the chart's own description (helpers.plots.figure_alt, stored with the output by
+        # helpers.notebook.setup): what it shows and finds, not the word "chart"
+        alt = (output.get("metadata", {}).get("image/png", {}) or {}).get("alt") or "a chart (no description stored)"
+        return [Block(f'<img class="bt-chart" src="{src}" alt="{html.escape(alt, quote=True)}">', BUDGET, alone=True)]
     if "text/markdown" in data:
         return markdown_blocks(data["text/markdown"] if isinstance(data["text/markdown"], str)
                                else "".join(data["text/markdown"]))
@@ -506,6 +509,7 @@ def deck(nb, notes=None) -> list:
 # The page.
 
 CSS = f"""
+.reveal .slide-number {{ background: #3b3b3b; color: #fff; }}   /* was white on #999 (2.84:1): now 11:1 */
 .reveal {{ font-family: system-ui, "DejaVu Sans", sans-serif; font-size: {BODY_PX}px; color: #111; }}
 .reveal .slides {{ text-align: left; }}
 .reveal .slides > section {{ padding: {PAD}px; box-sizing: border-box; height: {HEIGHT}px; }}
@@ -539,7 +543,7 @@ CSS = f"""
 """ + HtmlFormatter().get_style_defs(".reveal pre code")
 
 
-def page(slides: list, title: str) -> str:
+def page(slides: list, deck_title: str) -> str:
     sections = []
     for s in slides:
         tag = "h1" if s.key == "title" and not s.title.endswith("</span>") else "h2"
@@ -557,7 +561,7 @@ def page(slides: list, title: str) -> str:
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1.0">
-<title>{html.escape(title)}</title>
+<title>{html.escape(deck_title)}: slides</title>
 <link rel="stylesheet" href="reveal.js/dist/reveal.css">
 <link rel="stylesheet" href="reveal.js/dist/theme/white.css">
 <style>{CSS}</style>

@@ -365,3 +365,44 @@ def test_search_in_chromium(site, browser):
     assert "01_shared_graph_retain_graph.html" in page.url
     assert problems == [] and offsite == [], (problems, offsite)
     page.close()
+
+
+# ---------------------------------------------------------------- accessibility (issue 30 §4)
+AXE_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
+AXE_RULES = ["heading-order", "landmark-unique"]     # best-practice rules the issue adds
+
+
+def axe_violations(page, axe_js: str) -> list[str]:
+    """'rule: element: message' for every violation axe-core finds on the page as it is now: the WCAG
+    2.1 A and AA rules, plus heading-order and landmark-unique."""
+    page.add_script_tag(content=axe_js)
+    found = page.evaluate("""async ([tags, rules]) => {
+        const out = [];
+        for (const only of [{type: 'tag', values: tags}, {type: 'rule', values: rules}]) {
+            const r = await axe.run(document, {runOnly: only});
+            for (const v of r.violations) for (const n of v.nodes)
+                out.push(v.id + ': ' + n.target.join(' ') + ': ' + ((n.any[0] || n.all[0] || n.none[0] || {}).message || v.help));
+        }
+        return out; }""", [AXE_TAGS, AXE_RULES])
+    return found
+
+
+def test_every_page_passes_axe_with_folds_closed_and_open(site, browser):
+    from scripts.build_site import install_axe
+
+    axe_js = install_axe().read_text()
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    pages = sorted(p.name for p in site.glob("*.html"))
+    assert len(pages) >= len(NOTEBOOKS) + 1
+    problems, checked = [], 0
+    for name in pages:
+        page.goto((site / name).as_uri(), wait_until="load", timeout=30_000)
+        problems += [f"{name} (as loaded): {v}" for v in axe_violations(page, axe_js)]
+        opened = page.evaluate("() => { const d = [...document.querySelectorAll('details')]; "
+                               "d.forEach(x => x.open = true); return d.length; }")
+        if opened:
+            problems += [f"{name} (every fold open): {v}" for v in axe_violations(page, axe_js)]
+        checked += 1 + bool(opened)
+    page.close()
+    assert checked > len(pages)             # folds exist and were opened somewhere
+    assert not problems, f"{len(problems)} axe violation(s):\n" + "\n".join(problems[:40])

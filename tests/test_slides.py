@@ -252,3 +252,61 @@ def test_a_stacked_pair_of_drawings_is_cut_between_and_inside_them():
     assert len(parts) >= 2
     for part, w, h in parts:
         assert h <= 652 and 14 <= 10 * w / _part_view(part)[2]
+
+
+# ---------------------------------------------------------------- accessibility (issue 30 §4)
+AXE_JS = """async ([tags, rules]) => {
+  const out = [], n = Reveal.getTotalSlides();
+  for (let i = 0; i < n; i++) {
+    Reveal.slide(i, 0, 99);                       // the slide with every fragment shown
+    const here = i === 0 ? document : document.querySelector('.reveal .slides > section.present');
+    for (const only of [{type: 'tag', values: tags}, {type: 'rule', values: rules}]) {
+      const r = await axe.run(here, {runOnly: only});
+      for (const v of r.violations) for (const nd of v.nodes)
+        out.push('slide ' + i + ': ' + v.id + ': ' + nd.target.join(' ') + ': '
+                 + ((nd.any[0] || nd.all[0] || nd.none[0] || {}).message || v.help));
+    }
+  }
+  return [n, out]; }"""
+
+
+def deck_violations(browser, deck, axe_js, style=None):
+    """(slides checked, axe violations) of a deck, slide by slide (a hidden slide is not checked by
+    axe, so each is shown in turn, every fragment visible): the WCAG 2.1 A and AA rules, plus
+    heading-order and landmark-unique."""
+    page = browser.new_page(viewport={"width": SCREEN_W, "height": SCREEN_H})
+    page.goto(deck.as_uri(), wait_until="load")
+    page.wait_for_function("() => window.Reveal && Reveal.isReady()", timeout=30_000)
+    if style:
+        page.add_style_tag(content=style)
+    page.add_script_tag(content=axe_js)
+    n, found = page.evaluate(AXE_JS, [["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"], ["heading-order", "landmark-unique"]])
+    page.close()
+    return n, found
+
+
+def test_every_slide_of_every_deck_passes_axe(browser, tmp_path):
+    from scripts.build_site import install_axe
+
+    axe_js = install_axe().read_text()
+    decks = slides.build(tmp_path)
+    assert len(decks) == len(nav.notebooks())
+    # the check sees every slide, not only the first: grey text on slide 5 of one deck is found there
+    n, found = deck_violations(browser, decks[1], axe_js, ".reveal .slides > section:nth-child(6) * { color: #ccc !important }")
+    assert any(v.startswith("slide 5: color-contrast") for v in found), found[:3]
+    problems, slides_checked = [], 0
+    for deck in decks:
+        n, found = deck_violations(browser, deck, axe_js)
+        slides_checked += n
+        problems += [f"{deck.name} {v}" for v in found]
+    assert slides_checked > 10 * len(decks)
+    assert not problems, f"{len(problems)} axe violation(s):\n" + "\n".join(problems[:40])
+
+
+def test_each_deck_is_titled_by_its_notebook_and_charts_say_what_they_show(tmp_path):
+    for deck in slides.build(tmp_path):
+        page = deck.read_text()
+        nb = nbformat.read(nav.NB_DIR / deck.name.replace(".slides.html", ".ipynb"), as_version=4)
+        assert f"<title>{html.escape(nav.title_of(nb))}: slides</title>" in page, deck.name
+        alts = re.findall(r'<img class="bt-chart" src="[^"]*" alt="([^"]*)"', page)
+        assert all(len(a) > 20 and a != "chart" for a in alts), (deck.name, alts)
