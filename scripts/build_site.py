@@ -48,7 +48,8 @@ NPM_TOOLS = ROOT / ".npm-tools"          # npm install --prefix .npm-tools (igno
 LUNR_PKG = NPM_TOOLS / "node_modules" / "lunr"
 SEARCH_DIR = "search"
 SEARCH_BOX = ('<span class="bt-search" role="search"><input type="search" placeholder="Search the course" '
-              'aria-label="Search the course" autocomplete="off"><ol class="bt-results" hidden></ol></span>'
+              'aria-label="Search the course" autocomplete="off"><ol class="bt-results" hidden></ol>'
+              '<span class="bt-sr bt-search-status" role="status" aria-live="polite"></span></span>'
               f'<script src="{SEARCH_DIR}/lunr.min.js"></script><script src="{SEARCH_DIR}/index.js"></script>'
               f'<script src="{SEARCH_DIR}/search.js"></script>')
 
@@ -79,6 +80,8 @@ math[display="block"] { margin: 0.6em 0; }
 .bt-search .bt-count { color: #555; }
 .bt-search .bt-snippet { color: #444; font-size: 13px; }
 @media print { .bt-search { display: none; } }
+.bt-sr { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); white-space: nowrap; }
+:focus-visible { outline: 3px solid #1f5f99; outline-offset: 2px; }
 /* WCAG 2.1 AA (docs/accessibility.md): JupyterLab's code colours, prompts and error text are below
    4.5:1 on its #f5f5f5 code background (comments #408080 4.17:1, operators #aa22ff 4.39:1, numbers
    #008800 4.25:1, prompts #b0b0b0 2.16:1, error text #e75c58 on #ffdddd 2.74:1): each is replaced
@@ -104,6 +107,22 @@ html body .jp-RenderedHTMLCommon a:link, html body .jp-RenderedHTMLCommon a:visi
 html body main a:link, html body main a:visited { text-decoration: underline; }
 """ + handout.PRINT_CSS
 
+# JupyterLab's export makes every code cell and output a tab stop (tabindex=0), so that a keyboard can
+# scroll one that is wider than the page: page 01 took 398 Tab presses to cross. After layout, only
+# the ones that really scroll keep their tab stop (WCAG 2.1.1 and axe's scrollable-region-focusable).
+TAB_STOPS_JS = """(function () {
+  function trim() {
+    document.querySelectorAll('.jp-Cell-inputWrapper[tabindex="0"], .jp-OutputArea-output[tabindex="0"]').forEach(function (e) {
+      var scrolls = [e].concat(Array.prototype.slice.call(e.querySelectorAll('pre, div'))).some(function (x) {
+        return x.scrollWidth > x.clientWidth + 1
+          || (x.scrollHeight > x.clientHeight + 1 && getComputedStyle(x).overflowY !== 'visible');
+      });
+      if (!scrolls) e.removeAttribute('tabindex');
+    });
+  }
+  if (document.readyState === 'complete') trim(); else window.addEventListener('load', trim);
+})();"""
+
 TEMPLATE = r"""
 {%- extends 'index.html.j2' -%}
 {%- block html_head_js -%}{%- endblock html_head_js -%}
@@ -117,6 +136,7 @@ TEMPLATE = r"""
 {%- endblock body_header -%}
 {%- block body_footer -%}
 {{ resources.bt_nav_bottom }}
+<script>{{ resources.bt_tab_stops }}</script>
 {{ super() }}
 {%- endblock body_footer -%}
 {% block input -%}
@@ -369,7 +389,7 @@ def build(out: pathlib.Path = DEFAULT_OUT, only=None) -> list:
             continue
         nb.metadata["title"] = it["title"]
         fold_going_deeper(nb)
-        body = export(exp, nb, it["title"], bt_css=SITE_CSS, bt_nav_top=nav_bar(items, i, "top"),
+        body = export(exp, nb, it["title"], bt_css=SITE_CSS, bt_tab_stops=TAB_STOPS_JS, bt_nav_top=nav_bar(items, i, "top"),
                       bt_nav_bottom=nav_bar(items, i, "bottom"))
         page = out / page_name(it["file"])
         page.write_text(rewrite_links(body, items, out, copied), encoding="utf-8")

@@ -28,8 +28,11 @@
     if (window.BT_SEARCH.separator) lunr.tokenizer.separator = new RegExp(window.BT_SEARCH.separator);
     const idx = lunr.Index.load(window.BT_SEARCH.index);
     const docs = window.BT_SEARCH.docs;
+    const status = document.querySelector(".bt-search .bt-search-status");   // read out by screen readers
+    const say = (text) => { if (status) status.textContent = text; };
     box.addEventListener("input", () => {
       list.innerHTML = "";
+      say("");
       const [hits, words] = search(idx, box.value);
       list.hidden = !box.value.trim();
       if (!box.value.trim()) return;
@@ -44,6 +47,7 @@
       head.textContent = pages.size + (pages.size === 1 ? " page" : " pages") + ", " + hits.length +
         (hits.length === 1 ? " section" : " sections");
       list.appendChild(head);
+      say(head.textContent + " found");
       pages.forEach((refs, page) => {
         const li = document.createElement("li");
         li.className = "bt-page";
@@ -73,7 +77,7 @@
     });
     box.addEventListener("keydown", (e) => {
       if (e.key === "Enter") { const a = list.querySelector("a"); if (a) window.location.href = a.href; }
-      if (e.key === "Escape") { box.value = ""; list.innerHTML = ""; list.hidden = true; }
+      if (e.key === "Escape") { box.value = ""; list.innerHTML = ""; list.hidden = true; say(""); }
     });
   }
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", setUp); else setUp();

@@ -510,6 +510,7 @@ def deck(nb, notes=None) -> list:
 
 CSS = f"""
 .reveal .slide-number {{ background: #3b3b3b; color: #fff; }}   /* was white on #999 (2.84:1): now 11:1 */
+.reveal .controls button:focus-visible {{ outline: 3px solid #1f5f99; outline-offset: 2px; }}   /* WCAG 2.4.7 */
 .reveal {{ font-family: system-ui, "DejaVu Sans", sans-serif; font-size: {BODY_PX}px; color: #111; }}
 .reveal .slides {{ text-align: left; }}
 .reveal .slides > section {{ padding: {PAD}px; box-sizing: border-box; height: {HEIGHT}px; }}

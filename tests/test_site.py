@@ -406,3 +406,21 @@ def test_every_page_passes_axe_with_folds_closed_and_open(site, browser):
     page.close()
     assert checked > len(pages)             # folds exist and were opened somewhere
     assert not problems, f"{len(problems)} axe violation(s):\n" + "\n".join(problems[:40])
+
+
+def test_a_keyboard_crosses_a_page_without_stopping_at_every_cell_and_hears_the_search_count(site, browser):
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page.goto((site / page_of(NOTEBOOKS[1])).as_uri(), wait_until="load", timeout=30_000)
+    cells = page.evaluate("() => document.querySelectorAll('.jp-Cell-inputWrapper').length")
+    stops = page.evaluate("""() => [...document.querySelectorAll('.jp-Cell-inputWrapper, .jp-OutputArea-output')]
+        .filter(e => e.tabIndex >= 0).map(e => [...e.querySelectorAll('pre, div'), e]
+        .some(x => x.scrollWidth > x.clientWidth + 1 || x.scrollHeight > x.clientHeight + 1))""")
+    assert cells > 20
+    assert all(stops), "a cell that does not scroll is still a tab stop"
+    assert len(stops) < cells / 4, (len(stops), cells)        # was one per cell and per output
+    page.fill(".bt-search input", "retain_graph")
+    said = page.evaluate("() => document.querySelector('.bt-search [role=status]').textContent")
+    assert re.fullmatch(r"\d+ pages?, \d+ sections? found", said), said
+    page.press(".bt-search input", "Escape")
+    assert page.evaluate("() => document.querySelector('.bt-search [role=status]').textContent") == ""
+    page.close()
