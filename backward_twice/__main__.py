@@ -25,9 +25,9 @@ ABOUT = ("Trying to backward through the graph a second time", "modified by an i
 
 def _print_traceback(err: BaseException) -> None:
     """The traceback plain `python train.py` prints: this module's and runpy's frames left out."""
+    ours = {__file__, runpy.__file__, "<frozen runpy>"}     # never a user's file that has "runpy" in its name
     tb = err.__traceback__
-    while tb is not None and (tb.tb_frame.f_code.co_filename == __file__
-                              or "runpy" in tb.tb_frame.f_code.co_filename):
+    while tb is not None and tb.tb_frame.f_code.co_filename in ours:
         tb = tb.tb_next
     traceback.print_exception(type(err), err, tb)
 

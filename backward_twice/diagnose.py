@@ -616,8 +616,9 @@ def explain(err: BaseException, *, names=None) -> Diagnosis:
             print(bt.explain(err))        # where backward stopped, who carries the old graph, the fix
             raise
 
-    err: the exception. names: {name: object} to look through (default: the locals of the frames
-    the exception passed through, innermost first). The Diagnosis prints as text (in a notebook it
+    err: the exception. names: {name: object} to look through (default: in IPython, your
+    namespace; elsewhere, the globals and locals of the frame of the traceback that holds the failed
+    tensor, and the text says so). The Diagnosis prints as text (in a notebook it
     shows a picture too); `.verdict` says what was found ('stopped', 'modified', 'unrelated' for
     any other error, ...). Never raises.
 

@@ -401,6 +401,8 @@ def build(out: pathlib.Path = DEFAULT_OUT, only=None) -> list:
 
 AXE_VERSION = "4.14.1"                    # the npm package axe-core: the accessibility rules the tests run
 AXE_JS = NPM_TOOLS / "node_modules" / "axe-core" / "axe.min.js"
+AXE_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]   # the WCAG 2.1 A and AA rules
+AXE_RULES = ["heading-order", "landmark-unique"]          # and two best-practice rules issue 30 adds
 
 
 def install_axe() -> pathlib.Path:

@@ -27,11 +27,16 @@ FAILING = textwrap.dedent("""
 """)
 
 
-def run(folder, *args):
+def checkout_env():
+    """This environment with only the checkout on PYTHONPATH, as an install would put the packages;
+    the user's folder (the cwd, or the script's) comes first for their script."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    # the checkout's packages, as an install would put them; the user's folder comes first for the script
     env["PYTHONPATH"] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    return subprocess.run([sys.executable, "-m", "backward_twice", *args], cwd=folder, env=env,
+    return env
+
+
+def run(folder, *args):
+    return subprocess.run([sys.executable, "-m", "backward_twice", *args], cwd=folder, env=checkout_env(),
                           capture_output=True, text=True, timeout=300)
 
 
@@ -81,10 +86,8 @@ def test_a_module_and_bad_input(project):
 def test_under_torchrun_each_rank_prints_its_diagnosis(project):
     # torchrun runs `python -m backward_twice train.py` in each worker; no process group is needed
     # for this loop, so the two ranks fail on their own and each explains its failure
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    env["PYTHONPATH"] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     out = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node=2", "--master-port=0",
-                          "-m", "backward_twice", "train.py"], cwd=project, env=env,
+                          "-m", "backward_twice", "train.py"], cwd=project, env=checkout_env(),
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 1
     assert out.stderr.count("carried by: total") == 2, out.stderr[-3000:]
@@ -99,3 +102,10 @@ def test_import_is_lazy():
             "print(*(m in sys.modules for m in ('torch', 'matplotlib', 'pygraphviz')))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
     assert out.stdout.split("\n")[:2] == ["False False False", "True False False"], out.stdout
+
+
+def test_a_script_named_like_runpy_keeps_its_frames(project):
+    # the command hides its own and runpy's frames by file, not by a name a user's file may share
+    (project / "runpy_job.py").write_text(FAILING)
+    out = run(project, "runpy_job.py")
+    assert out.returncode == 1 and 'runpy_job.py", line 15, in <module>' in out.stderr

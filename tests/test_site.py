@@ -15,6 +15,7 @@ import nbformat
 import pytest
 
 from scripts import BUILD, ROOT, notebooks
+from scripts.build_site import AXE_RULES, AXE_TAGS
 
 ARTIFACTS = BUILD / "artifacts"
 NOTEBOOKS = notebooks()
@@ -368,8 +369,6 @@ def test_search_in_chromium(site, browser):
 
 
 # ---------------------------------------------------------------- accessibility (issue 30 §4)
-AXE_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
-AXE_RULES = ["heading-order", "landmark-unique"]     # best-practice rules the issue adds
 
 
 def axe_violations(page, axe_js: str) -> list[str]:

@@ -280,7 +280,9 @@ def deck_violations(browser, deck, axe_js, style=None):
     if style:
         page.add_style_tag(content=style)
     page.add_script_tag(content=axe_js)
-    n, found = page.evaluate(AXE_JS, [["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"], ["heading-order", "landmark-unique"]])
+    from scripts.build_site import AXE_RULES, AXE_TAGS
+
+    n, found = page.evaluate(AXE_JS, [AXE_TAGS, AXE_RULES])
     page.close()
     return n, found
 
