@@ -9,6 +9,13 @@ named in its docstring, with module constants:
   CAUSE     a few words
   FIX_KIND  one of FIX_KINDS (shared with the diag-tool developer)
   ERROR     a key of ERRORS
+Programs written for issue 27 (heldout_rec/, and ten in dev/) also have:
+  INTENT    one or two plain sentences: what each loss is meant to train, and what it must not
+            train, so that a scorer applying a remedy knows which of its options is the right one
+  GRADS     the leaf tensors whose .grad after the fixed run defines "the same result": a user
+            path or a list of them ("model.parameters()", ["G.parameters()", "D.parameters()"],
+            ["w", "b"]); the fixed program leaves those grads in place at its end
+and CULPRIT may be a list of paths when several variables carry the old graph at once.
 and buggy lines marked `# BUG`, each followed by a line `# FIX: <replacement code>`.
 `run(path)` executes the program in a fresh dict, as a notebook's user namespace (which survives
 the exception), on one thread; `run(path, fixed=True)` executes it with every BUG line swapped for its FIX.
@@ -25,7 +32,11 @@ import re
 import torch
 
 HERE = pathlib.Path(__file__).parent
-SPLITS = ("heldout", "dev")        # heldout: the first batch, written before the tool changed
+SPLITS = ("heldout", "dev", "heldout_rec")   # heldout: the first batch, written before the tool changed
+# heldout_rec: written and frozen before the recorder (issue 27); scored once, at the end. It is
+# left out of programs() without a split, so a default scoring run (test_diagnosis_targets,
+# test_diagnose_ipython) never shows it; ask for it by name: programs("heldout_rec").
+FROZEN = ("heldout_rec",)
 
 FIX_KINDS = (
     "detach-carried",        # detach the tensor carried into the next step/chunk
@@ -37,6 +48,12 @@ FIX_KINDS = (
     "backward-before-step",  # every backward before optimizer.step(), or recompute the forward after it
     "out-of-place",          # relu not relu_, inplace=False, x = x + y not x += y
     "no-data-write",         # do not write into a saved tensor through .data / .detach() in place
+    # issue 27:
+    "keep-graph",            # retain_graph=True / create_graph=True on an earlier backward() or autograd.grad()
+                             # of the same step whose graph is needed again (detaching would be wrong)
+    "detach-at-use",         # detach one tensor at one specific use, so that one loss does not train a
+                             # network another loss trains (summing or retaining would train it)
+    "read-before-backward",  # read the saved tensors (grad_fn._saved_*, a graph drawing) before backward()
 )
 
 CATEGORIES = (
@@ -50,6 +67,9 @@ CATEGORIES = (
     "checkpoint-compile",    # torch.utils.checkpoint, torch.compile
     "course",                # the course's own d/e, two-heads and GAN examples
     "inplace",               # "modified by an inplace operation"
+    # issue 27:
+    "higher-order",          # autograd.grad of an output (forces, PDE residuals, input gradients) in the loss
+    "saved-tensors",         # saved tensors read after backward (a graph drawing, grad_fn._saved_*, a hook)
 )
 
 ERRORS = {   # a stable prefix of each error message (torch 2.13)
@@ -58,18 +78,43 @@ ERRORS = {   # a stable prefix of each error message (torch 2.13)
 }
 
 CONSTANTS = ("SOURCE", "CATEGORY", "CULPRIT", "CAUSE", "FIX_KIND", "ERROR")
+REMEDY_CONSTANTS = ("INTENT", "GRADS")   # issue 27: every program written for it has both
 BUG = re.compile(r"^(?P<indent>\s*)(?P<code>.*?)\s*#\s*BUG\b.*$")
 FIX = re.compile(r"^\s*#\s*FIX:\s?(?P<code>.*)$")
 
 
-def programs(split: str | None = None) -> list[pathlib.Path]:
-    """The program files of one split (or of both), sorted by name."""
-    splits = SPLITS if split is None else (split,)
+def programs(split: str | None = None, frozen: bool = False) -> list[pathlib.Path]:
+    """The program files of one split, sorted by name; without a split, those of every split
+    except the FROZEN ones (with them too if frozen=True)."""
+    splits = tuple(s for s in SPLITS if frozen or s not in FROZEN) if split is None else (split,)
     return [p for s in splits for p in sorted((HERE / s).glob("*.py"))]
 
 
 def split_of(path: pathlib.Path) -> str:
     return path.parent.name
+
+
+def culprits(labels: dict) -> list[str]:
+    """CULPRIT as a list of paths ([] for None)."""
+    c = labels["CULPRIT"]
+    return [] if c is None else [c] if isinstance(c, str) else list(c)
+
+
+def grads_paths(labels: dict) -> list[str]:
+    """GRADS as a list of paths."""
+    g = labels["GRADS"]
+    return [g] if isinstance(g, str) else list(g)
+
+
+def leaf_grads(ns: dict, labels: dict) -> list[tuple[str, torch.Tensor, torch.Tensor | None]]:
+    """[(path, leaf, leaf.grad)] for every leaf tensor the GRADS paths name in namespace ns
+    (a path may name one tensor or an iterable of them, such as model.parameters())."""
+    out = []
+    for path in grads_paths(labels):
+        value = eval(path, ns)                 # our own labels, not user input
+        leaves = [value] if isinstance(value, torch.Tensor) else list(value)
+        out += [(f"{path}[{i}]" if len(leaves) > 1 else path, t, t.grad) for i, t in enumerate(leaves)]
+    return out
 
 
 def constants(path: pathlib.Path) -> dict:
@@ -78,7 +123,7 @@ def constants(path: pathlib.Path) -> dict:
     for node in ast.parse(path.read_text()).body:
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             name = node.targets[0].id
-            if name in CONSTANTS:
+            if name in CONSTANTS or name in REMEDY_CONSTANTS:
                 out[name] = ast.literal_eval(node.value)
     return out
 
