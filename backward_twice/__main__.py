@@ -13,26 +13,35 @@ import runpy
 import sys
 import traceback
 
-USAGE = """usage: python -m backward_twice SCRIPT.py [ARGS...]
-       python -m backward_twice -m MODULE [ARGS...]
+USAGE = """usage: python -m backward_twice [--no-record] SCRIPT.py [ARGS...]
+       python -m backward_twice [--no-record] -m MODULE [ARGS...]
 
-Runs your script; when it fails with "Trying to backward through the graph a second time" or
-"modified by an inplace operation", prints the traceback and then what happened and how to fix it."""
+Runs your script under the recorder; when it fails with "Trying to backward through the graph a
+second time" or "modified by an inplace operation", prints the traceback and then what happened
+and how to fix it, from what was recorded (which line made each node, which call freed which
+buffers, which line wrote in place). --no-record runs it plainly and explains it after the fact."""
 
 # the errors a diagnosis is about: any other exception gets only its traceback, as with plain python
 ABOUT = ("Trying to backward through the graph a second time", "modified by an inplace operation")
 
 
 def _print_traceback(err: BaseException) -> None:
-    """The traceback plain `python train.py` prints: this module's and runpy's frames left out."""
+    """The traceback plain `python train.py` prints: this module's, runpy's and the recorder's frames
+    left out."""
     ours = {__file__, runpy.__file__, "<frozen runpy>"}     # never a user's file that has "runpy" in its name
+    recorder = os.path.join(os.path.dirname(os.path.abspath(__file__)), "record.py")
     tb = err.__traceback__
     while tb is not None and tb.tb_frame.f_code.co_filename in ours:
         tb = tb.tb_next
-    traceback.print_exception(type(err), err, tb)
+    shown = traceback.TracebackException(type(err), err, tb)
+    shown.stack = traceback.StackSummary.from_list([f for f in shown.stack if f.filename != recorder])
+    print("".join(shown.format()), end="", file=sys.stderr)
 
 
 def main(argv: list[str]) -> int:
+    record = True
+    if argv and argv[0] == "--no-record":
+        record, argv = False, argv[1:]
     if not argv or argv[0] in ("-h", "--help"):
         print(USAGE)
         return 0 if argv else 2
@@ -50,11 +59,20 @@ def main(argv: list[str]) -> int:
     sys.argv = [target, *args]
     if not as_module:
         sys.path.insert(0, os.path.dirname(os.path.abspath(target)))  # noqa: TID251 - as `python train.py` does
+    if record:
+        from .record import record as recording
+
+        recorder = recording()
+    else:
+        import contextlib
+
+        recorder = contextlib.nullcontext()
     try:
-        if as_module:
-            runpy.run_module(target, run_name="__main__", alter_sys=True)
-        else:
-            runpy.run_path(target, run_name="__main__")
+        with recorder:
+            if as_module:
+                runpy.run_module(target, run_name="__main__", alter_sys=True)
+            else:
+                runpy.run_path(target, run_name="__main__")
     except SystemExit as done:
         code = done.code
         if code is None or isinstance(code, int):

@@ -81,8 +81,8 @@ FIX_KINDS = {
                       "holds that step's graph: detach it where it is kept",
     "recompute-in-step": "a tensor computed once (before the loop) is reused by every step: compute it "
                          "inside the step (or under torch.no_grad() if it should not train)",
-    "retain-or-sum": "two losses of the same step share a graph: retain_graph=True on the first "
-                     "backward, or one backward on their sum",
+    "retain-or-sum": "two losses of the same step share a graph: one backward on their sum, or "
+                     "retain_graph=True on the first backward",
     "detach-input": "one network's output feeds a loss that should not train that network (a GAN's "
                     "fake fed to D): pass it .detach()ed there",
     "accumulate-number": "a running total of losses is backwarded: keep the total as a number, "
@@ -539,6 +539,8 @@ class Diagnosis:
         self.names_hint = None        # 'pass names=locals()' and why
         self.not_yet_run = False      # True: diagnosed before backward() was called
         self.picture = None
+        self.finding = None           # the recorded finding (backward_twice.findings), when recorded
+        self.rule = None              # the rule that decided it
 
     def __repr__(self) -> str:
         return self.message
@@ -569,7 +571,8 @@ def _first_sentence(text: str, limit: int = 400) -> str:
     return sentence
 
 
-def why_backward_failed(what=None, *, names=None, max_nodes: int = 30, clock: StepClock | None = None) -> Diagnosis:
+def why_backward_failed(what=None, *, names=None, max_nodes: int = 30, clock: StepClock | None = None,
+                        recorder=None) -> Diagnosis:
     """Explain "Trying to backward through the graph a second time" (and "modified by an inplace
     operation") for your own code.
 
@@ -601,7 +604,7 @@ def why_backward_failed(what=None, *, names=None, max_nodes: int = 30, clock: St
         ('stopped', 'total', 'running total')
     """
     try:
-        return _diagnose(what, names, max_nodes, clock)
+        return _diagnose(what, names, max_nodes, clock, recorder)
     except GraphInputError as err:    # e.g. torch refuses to give the root's grad_fn
         return Diagnosis("bad input", f"why_backward: {err}")
 
@@ -633,7 +636,7 @@ def explain(err: BaseException, *, names=None) -> Diagnosis:
     return why_backward_failed(err, names=names)
 
 
-def _diagnose(what, names, max_nodes, clock) -> Diagnosis:
+def _diagnose(what, names, max_nodes, clock, recorder=None) -> Diagnosis:
     try:
         check_max_nodes(max_nodes)
     except GraphInputError as err:
@@ -667,6 +670,11 @@ def _diagnose(what, names, max_nodes, clock) -> Diagnosis:
                 f"why_backward: the last error was {type(err).__name__}: {_first_sentence(text)}\n"
                 f"This helper explains \"{FREED_TEXT}\" and \"... {INPLACE_TEXT}\"; this is "
                 "another error, so there is nothing for it to diagnose." + (_DONATED_NOTE if DONATED_TEXT in text else "")))
+        rec = recorder if recorder is not None else _recorder_for(err)
+        if rec is not None:
+            d = _recorded(err, rec, names, inplace, max_nodes)
+            if d is not None:
+                return d
         roots = _tensors_from_traceback(err.__traceback__)
         if not roots:
             return Diagnosis("bad input", (
@@ -692,12 +700,61 @@ def _diagnose(what, names, max_nodes, clock) -> Diagnosis:
 # compiled on its first run; run without retain_graph, it may reuse (donate) the saved activations'
 # memory, and then refuses retain_graph=True and create_graph=True for good. Run live in notebook 12.
 _DONATED_NOTE = (
-    "\nWhat the error says: torch.compile's backward (AOTAutograd) was compiled, on its first run, "
-    "without retain_graph, so it may reuse the saved activations' memory (donated buffers); it then "
-    "refuses retain_graph=True and create_graph=True. The error frees nothing: backward() without "
-    "retain_graph still runs on that graph. Fixes: one backward on the sum of the losses; or retain_graph=True on "
-    "the first backward that compiled model ever runs; torch._functorch.config.donated_buffer = False "
-    "is a private switch (notebook 12, section 4.1).")
+    "\nWhat the error says: the compiled model's forward was compiled with its saved activations marked "
+    "as donated (the compiled backward may reuse their memory), so its backward refuses "
+    "retain_graph=True and create_graph=True. The error frees nothing: backward() without retain_graph "
+    "still runs on that graph. The fixes, in this order: one backward on the sum of the losses; or, "
+    "with the aot_eager backend, retain_graph=True on the first backward that compiled graph ever runs "
+    "(this holds per compiled graph: a recompile, for a new input shape for example, donates again); "
+    "torch._functorch.config.donated_buffer = False is a private switch (notebook 12, section 4.1). "
+    "None of these makes create_graph=True work (a gradient penalty): a compiled graph does not "
+    "support double backward, so compute that part without torch.compile.")
+
+NOT_RECORDED = ("Not recorded: which call freed these buffers, which line made each node, and whether "
+                "an optimizer step ran in between; the advice above is read from what is left after "
+                "the error. To know, run `%why_backward on` (or `python -m backward_twice`, or "
+                "`with backward_twice.record():`), then run again from the cell that builds the graph.")
+NOT_RECORDED_INPLACE = ("Not recorded: which line wrote in place; the writer above is inferred. To know, "
+                        "run `%why_backward on` (or `python -m backward_twice`, or `with "
+                        "backward_twice.record():`), then run again from the cell that builds the graph.")
+# after the fact, only these are decided by what the graph still shows (a running total; a list or
+# fast weights that still hold the last episode's entries), or by a StepClock you ticked; every
+# other fix depends on facts that are gone (which call freed, whether a step ran in between, which
+# line wrote) or on your intent (should this loss train that network?)
+DECIDED_AFTER_THE_FACT = ("accumulate-number", "reset-per-episode")
+
+
+def _recorder_for(err):
+    from . import record
+
+    return record.recorder_for(err)
+
+
+def _recorded(err, rec, names, inplace, max_nodes) -> Diagnosis | None:
+    """The diagnosis from what the recorder saw (backward_twice.findings), or None when the record
+    does not decide anything (then the after-the-fact reading runs, and says what is unknown)."""
+    from . import findings
+
+    failed = rec.failed if rec.failed is not None and rec.failed.error is err else None
+    root = next((r for r in (failed.roots if failed else ()) if isinstance(r, torch.Tensor)), None)
+    ns, hint = _namespace(names, err, root) if root is not None else (names if names is not None else _ipython_namespace(), None)
+    if ns is None:
+        ns, hint = _namespace(names, err, None)
+    facts = findings.gather(err, rec, ns, "inplace" if inplace else "second time")
+    found = findings.diagnose(facts)
+    if found.rule == "not-recorded":
+        return None
+    d = Diagnosis("modified" if inplace else "stopped", findings.report(found, rec))
+    d.finding, d.rule = found, found.rule
+    d.culprit, d.culprits = found.culprit, list(found.culprits)
+    d.fix_kind, d.confident = found.fix_kind, found.confident
+    d.candidates = [(o.kind, found.culprit, o.condition or o.fix) for o in found.options]
+    d.evidence = list(found.evidence)
+    d.fix = found.options[0].fix if found.options else None
+    d.names_hint = hint
+    if facts.stop is not None:
+        d.stopped_at = facts.stop.name()
+    return d
 
 
 def _namespace(names, err, root):
@@ -784,11 +841,12 @@ def _explain(root, ns, names_available, max_nodes, clock=None, hint=None, failed
     d.not_yet_run = not failed and start is not None and not any(graph.freed(fn) for fn in new)
     ev = _Evidence(d, root, ns, named, every, graph, stop, old_set, new, entries, start, running, path, clock, earlier)
     ev.decide()
+    d.confident = d.confident and (d.fix_kind in DECIDED_AFTER_THE_FACT or clock is not None)
     d.culprits = d.culprits or ([d.culprit] if d.culprit else [])
     d.picture = stop_picture(StopRequest(root, stop=stop, path=tuple(path), old=frozenset(old_set),
                                          names=_picture_names(d, root, named, graph), max_nodes=max_nodes,
                                          will_stop=d.not_yet_run))
-    d.message = _report(d)
+    d.message = _report(d) + ("" if d.not_yet_run else "\n  " + NOT_RECORDED)
     return d
 
 
@@ -812,7 +870,7 @@ def _no_stop(root, graph, ops, order, failed) -> Diagnosis:
             "autograd.Function) has been backwarded before: its saved state (ctx.saved_tensors) was released. "
             "Whether a second backward through it fails depends on whether its backward() reads "
             "ctx.saved_tensors, which cannot be read from the graph; if it does, that is where it stops: "
-            "retain_graph=True on the earlier backward, or one backward on the sum of the losses."))
+            "one backward on the sum of the losses, or retain_graph=True on the earlier backward."))
     if not any(graph.freed(fn) for fn in order):
         n = sum(1 for fn in ops for _ in graph.saved(fn)) + sum(_function_saved(fn) for fn in ops)
         compiled = any(fn.name() == "CompiledFunctionBackward" for fn in ops)
@@ -1144,8 +1202,8 @@ class _Evidence:
         d.evidence.append("every node of this graph was made before the earlier backward that freed it: "
                           "nothing of it is newer (no gap in the creation numbers).")
         d.when = clock_when
-        fix_twice = (f"backward() ran twice through the same graph of {who}. If you need both, pass "
-                     "retain_graph=True to the first call (or call backward() once, on the sum of the losses).")
+        fix_twice = (f"backward() ran twice through the same graph of {who}. If you need both, call "
+                     "backward() once, on the sum of the losses (or pass retain_graph=True to the first call).")
         fix_loop = (f"{who} was computed once and is backwarded again: compute it again (run the forward) "
                     "inside each step.")
         if clock_when is not None and clock_when != "this step":
@@ -1246,17 +1304,19 @@ class _Evidence:
             d.evidence.append(f"`{n}` is the same computation on the same parameters as this loss: a loss of this "
                               "step, or the previous step's loss kept under another name.")
             d._decide("retain-or-sum", top,
-                      f"`{n}` and this loss share {where}. If both are losses of this step, pass retain_graph=True "
-                      f"to `{n}.backward()` or call backward() once on their sum.", "two losses share a graph", False,
+                      f"`{n}` and this loss share {where}. If both are losses of this step, call backward() once on "
+                      f"their sum, or pass retain_graph=True to `{n}.backward()`.", "two losses share a graph", False,
                       [("recompute-in-step", top, f"or `{n}` is the previous step's loss and {where} was made once, "
                         "before the loop: compute it inside the loop")])
             d.check = f"whether `{n}` was computed in this step or kept from the previous one (e.g. `last = loss`)."
             return None
         this = next((m for m in self.root_names if _is_plain_name(m)), "this_loss")   # the user's name for it
         d._decide("retain-or-sum", top,
-                  f"`{n}` and this loss share {where}, made in this step. This is right, not a bug of the "
-                  f"loop: pass retain_graph=True to `{n}.backward()`, or call backward() once on the sum "
-                  f"(`({n} + {this}).backward()`).", "two losses of one step share a graph", True)
+                  f"`{n}` and this loss share {where}, made in this step. Call backward() once on the sum "
+                  f"(`({n} + {this}).backward()`), or pass retain_graph=True to `{n}.backward()`. Neither is "
+                  "right if an optimizer step ran between the two calls (then every backward goes before "
+                  "the step), or if one loss should not train the shared part (then detach it where that "
+                  "loss uses it).", "two losses of one step share a graph", True)
 
     def _same_step_unnamed(self) -> None:
         d = self.d
@@ -1265,8 +1325,8 @@ class _Evidence:
         d.evidence.append("the StepClock says the older part was made in this step: an earlier backward of "
                           "this step freed it.")
         d._decide("retain-or-sum", top,
-                  "two backwards of this step go through one graph: pass retain_graph=True to the first "
-                  "(or call backward() once on the sum). If the first loss should not train the shared "
+                  "two backwards of this step go through one graph: call backward() once on the sum of the "
+                  "losses (or pass retain_graph=True to the first). If the first loss should not train the shared "
                   "part (a GAN's D step), pass it the shared tensor .detach()ed instead.",
                   "two losses of one step share a graph", False,
                   [("detach-input", top, "if the first loss should not train the network that made it")])
@@ -1467,7 +1527,7 @@ class _Evidence:
             pattern = "derived before the loop"
         d._decide("recompute-in-step", first, fix, pattern, certain,
                   [("retain-or-sum", first, f"or `{first}` was made earlier in this step and an earlier "
-                    "backward of this step freed it (then retain_graph=True on that one, or one backward on the sum)"),
+                    "backward of this step freed it (then one backward on the sum, or retain_graph=True on that one)"),
                    ("detach-input", first, "or a loss of this step should not train what made it (a GAN's D step)")])
         if not certain:
             d.check = (f"where `{first}` is computed: before the loop (then the fix above), or in this step "
@@ -1626,7 +1686,8 @@ def _explain_inplace(err, root, ns, hint) -> Diagnosis:
     if not changed:
         d.evidence.append("no node of this graph holds a tensor changed in place now: it was rebuilt since, "
                           "or the changed tensor is saved by a node outside this graph.")
-        d.message = _inplace_report(d, err)
+        d.confident = False
+        d.message = _inplace_report(d, err) + "\n  " + NOT_RECORDED_INPLACE
         return d
     fn, slot, (was, now_v) = changed[0]
     d.stopped_at = fn.name()
@@ -1745,7 +1806,8 @@ def _explain_inplace(err, root, ns, hint) -> Diagnosis:
                    ("backward-before-step", name, "or an optimizer step between forward and backward")])
         d.check = ("which line writes into this tensor between the forward and this backward (run the forward "
                    "under torch.autograd.set_detect_anomaly(True) to get the line that made the node).")
-    d.message = _inplace_report(d, err, then, now)
+    d.confident = False       # the writer is inferred from the graph, not recorded
+    d.message = _inplace_report(d, err, then, now) + "\n  " + NOT_RECORDED_INPLACE
     return d
 
 
@@ -1871,19 +1933,88 @@ def enable_magic() -> None:
         load_ipython_extension(ip)
 
 
+_SESSION = {"recorder": None, "inside": False, "hooks": None}
+_ON_WORDS = ("on", "off")
+
+
+def _about(err) -> bool:
+    return isinstance(err, RuntimeError) and (FREED_TEXT in str(err) or INPLACE_TEXT in str(err))
+
+
+def _recording(ip, on: bool) -> str:
+    """`%why_backward on` / `off`: record every cell from the next one on, as `%pdb on` does."""
+    from .record import Recorder
+
+    if on and _SESSION["recorder"] is None:
+        rec = _SESSION["recorder"] = Recorder()
+
+        def pre(*_args):
+            if not _SESSION["inside"]:
+                rec.__enter__()
+                _SESSION["inside"] = True
+
+        def post(result=None, *_args):
+            if _SESSION["inside"]:
+                rec.__exit__(None, None, None)
+                _SESSION["inside"] = False
+            err = getattr(result, "error_in_exec", None)
+            if err is not None and _about(err):
+                from IPython.display import display
+
+                display(why_backward_failed(err, recorder=rec))
+
+        ip.events.register("pre_run_cell", pre)
+        ip.events.register("post_run_cell", post)
+        _SESSION["hooks"] = (pre, post)
+        return ("why_backward: recording from the next cell on (which line made each node, which call freed "
+                "which buffers, which line wrote in place); a failing backward is explained as it fails. "
+                "`%why_backward off` stops.")
+    if not on and _SESSION["recorder"] is not None:
+        pre, post = _SESSION["hooks"]
+        ip.events.unregister("pre_run_cell", pre)
+        ip.events.unregister("post_run_cell", post)
+        if _SESSION["inside"]:
+            _SESSION["recorder"].__exit__(None, None, None)
+            _SESSION["inside"] = False
+        _SESSION["recorder"] = _SESSION["hooks"] = None
+        return "why_backward: recording stopped."
+    return f"why_backward: recording is already {'on' if on else 'off'}."
+
+
 def load_ipython_extension(ip) -> None:
-    def why_backward(line):
-        """%why_backward [expr]: explain the last 'backward through the graph a second time' error
-        (or the graph of the tensor `expr`, e.g. %why_backward loss)."""
+    def why_backward(line, cell=None):
+        """%why_backward: explain the last "backward through the graph a second time" or in-place
+        error (from the record when there is one). %why_backward on / off: record every cell.
+        %%why_backward: run this cell under the recorder and explain its error. %why_backward loss:
+        the graph of the tensor `loss`."""
         line = line.strip()
+        if cell is not None:
+            return _run_recorded(ip, cell)
+        if line in _ON_WORDS:
+            print(_recording(ip, line == "on"))
+            return None
         if not line:
             return why_backward_failed()
         if not re.fullmatch(r"[A-Za-z_][\w.\[\]'\"]*", line):
-            return Diagnosis("bad input", f"why_backward: give a name, like %why_backward loss; got {line!r}.")
+            return Diagnosis("bad input", f"why_backward: give a name, like %why_backward loss, or on / off; got {line!r}.")
         try:
             value = ip.ev(line)
         except Exception as err:   # a typo in the name: say so, no traceback
             return Diagnosis("bad input", f"why_backward: could not read {line!r}: {type(err).__name__}: {err}")
         return why_backward_failed(value)
 
-    ip.register_magic_function(why_backward, "line", "why_backward")
+    ip.register_magic_function(why_backward, "line_cell", "why_backward")
+
+
+def _run_recorded(ip, cell: str):
+    """%%why_backward: the cell runs as usual under the recorder; its error shows its traceback,
+    then the diagnosis built from the record."""
+    from .record import Recorder
+
+    rec = Recorder()
+    with rec:
+        result = ip.run_cell(cell)
+    err = result.error_in_exec
+    if err is not None and _about(err):
+        return why_backward_failed(err, recorder=rec)
+    return None

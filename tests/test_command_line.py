@@ -55,8 +55,18 @@ def test_a_failing_script_gets_its_traceback_then_the_diagnosis(project):
     assert err.startswith("Traceback (most recent call last):\n  File \"")   # the script's frames, not ours
     assert 'train.py", line 15, in <module>' in err and "runpy" not in err and "__main__.py" not in err
     assert "RuntimeError: Trying to backward through the graph a second time" in err
+    assert "record.py" not in err                                    # the recorder's frames are not shown
     after = err.split("backward_twice: what happened", 1)[1]
+    assert "why_backward (recorded)" in after and "rule: running-total" in after
     assert "carried by: total" in after and "total += loss.item()" in after
+    assert "train.py:13 `total = total + loss`" in after and "train.py:15 `total.backward()`" in after
+
+
+def test_no_record_runs_it_plainly_and_explains_after_the_fact(project):
+    out = run(project, "--no-record", "train.py")
+    after = out.stderr.split("backward_twice: what happened", 1)[1]
+    assert out.returncode == 1 and "why backward failed" in after and "(recorded)" not in after
+    assert "carried by: total" in after and "total += loss.item()" in after and "Not recorded" in after
 
 
 def test_exit_status_and_argv_are_the_scripts(project):

@@ -612,9 +612,10 @@ def test_each_failure_mode_of_issue_19_on_its_corpus_program(mode):
 def test_two_backwards_in_one_step_says_retain_graph_is_right_and_shows_the_earlier_backward():
     ns, err, _ = corpus("course_d_e_graph")
     d = why_backward_failed(err, names=ns)
-    assert d.confident and d.when == "this step"
+    # after the fact: whether an optimizer step ran between the two calls is gone, so not certain
+    assert not d.confident and d.when == "this step" and d.fix_kind == "retain-or-sum"
     assert any("the earlier backward, on `d`, freed the part both share (`c`)" in e for e in d.evidence)
-    assert "retain_graph=True is right here" in d.message and "grow with every step" not in d.message
+    assert "Not recorded: which call freed these buffers" in d.message and "grow with every step" not in d.message
     assert "before the loop" not in d.message
     # the stop it names is where the real engine stops
     with pytest.raises(RuntimeError):
@@ -641,13 +642,13 @@ def test_the_earlier_loss_splits_the_graph_where_the_engine_really_stops():
     d = why_backward_failed(info.value, names={"body": body, "actor": actor, "critic": critic, "x": x,
                                                "policy_loss": policy_loss, "value_loss": value_loss})
     assert d.stopped_at == stop.stopped_in == "EluBackward0" and d.culprit == "x"
-    assert d.fix_kind == "retain-or-sum" and d.confident and "`policy_loss`" in d.fix
+    assert d.fix_kind == "retain-or-sum" and not d.confident and "`policy_loss`" in d.fix
 
 
 def test_gan_names_the_generator_output_and_advises_detach_not_retain_graph():
     ns, err, _ = corpus("course_gan_no_detach")
     d = why_backward_failed(err, names=ns)
-    assert d.confident and d.fix_kind == "detach-input" and d.culprit == "fake"
+    assert not d.confident and d.fix_kind == "detach-input" and d.culprit == "fake"   # intent: after the fact
     assert "fake.detach()" in d.fix and "made by `G`" in d.fix and "`d_loss`" in d.fix
     assert "once, before the loop" not in d.message
 
@@ -922,8 +923,9 @@ def test_inplace_error_after_an_optimizer_step():
     with pytest.raises(RuntimeError, match="modified by an inplace operation") as info:
         exec(PRELUDE + textwrap.dedent(GAN_STEP_BETWEEN), ns)
     d = why_backward_failed(info.value, names=ns)
-    assert d.verdict == "modified" and d.confident
+    assert d.verdict == "modified" and not d.confident      # the writer is inferred, not recorded
     assert d.fix_kind == "backward-before-step" and d.culprit == "D[2].weight"
+    assert "Not recorded: which line wrote in place" in d.message
     assert "`opt_D.step()` ran between" in d.fix
     assert re.search(r"saved `\w+` \(shape \(\d+, \d+\)\) at version \d+; it is at version \d+ now", d.message)
     assert "(saved as a view of it, e.g. its transpose)" in d.message
@@ -943,7 +945,7 @@ def test_inplace_plus_equals_on_a_saved_tensor():
         out.backward()
     except RuntimeError as err:
         d = why_backward_failed(err, names={"w": w, "h": h, "out": out})
-    assert (d.culprit, d.fix_kind, d.confident) == ("h", "out-of-place", True)
+    assert (d.culprit, d.fix_kind, d.confident) == ("h", "out-of-place", False)
     assert "`h = h + ...` instead of `h += ...`" in d.fix and "AddBackward0" in d.message
 
 
@@ -1055,7 +1057,7 @@ for i in range(2):
     errG = criterion(netD(fake).view(-1), torch.ones(16))
     errG.backward()
     optimizerG.step()
-""", ("fake", "detach-input", True)),
+""", ("fake", "detach-input", False)),
     # notebook 02's two heads on a shared trunk, backwarded one by one in one step
     "two_heads": ("""
 trunk = nn.Sequential(nn.Linear(5, 8), nn.ReLU())
@@ -1065,7 +1067,7 @@ loss_a = F.mse_loss(head_a(features), torch.randn(4, 1))
 loss_b = F.cross_entropy(head_b(features), torch.tensor([0, 1, 2, 0]))
 loss_a.backward()
 loss_b.backward()
-""", ("features", "retain-or-sum", True)),
+""", ("features", "retain-or-sum", False)),
     # issue 19's Kalman filter: P carried across windows while the loss sums each window's terms
     "kalman_P": ("""
 q = torch.zeros(2, requires_grad=True)
@@ -1102,7 +1104,7 @@ for step in range(40):
         opt.zero_grad()
         loss.backward()
         opt.step()
-""", ("memory", "detach-carried", True)),
+""", ("memory", "detach-carried", False)),
     # the same tutorial's ReplayMemory class and its Transition namedtuple: the batch sampled from
     # `memory.memory` holds the same transitions; the buffer is named, not the sample
     "dqn_replay_memory_class": ("""
@@ -1129,7 +1131,7 @@ for step in range(30):
         opt.zero_grad()
         loss.backward()
         opt.step()
-""", ("memory.memory", "detach-carried", True)),
+""", ("memory.memory", "detach-carried", False)),
     # pytorch/pytorch#6017's FAQ note on a running total kept as a tensor, averaged before backward
     "running_average": ("""
 model = nn.Linear(3, 1)
@@ -1148,8 +1150,8 @@ for i in range(3):
 @pytest.mark.parametrize("name", sorted(PROBES))
 def test_more_shapes_from_issue_19(name):
     d = diagnosed_as_labelled(*PROBES[name])
-    if not d.confident:
-        assert d.check and len(d.candidates) > 1
+    if not d.confident:        # after the fact: what is unknown is said, with how to record it
+        assert "Not recorded" in d.message and "%why_backward on" in d.message
 
 
 def test_an_unnamed_inplace_op_is_found_from_the_graph():
@@ -1162,7 +1164,7 @@ def test_an_unnamed_inplace_op_is_found_from_the_graph():
     with pytest.raises(RuntimeError, match="inplace") as info:
         out.sum().backward()
     d = why_backward_failed(info.value, names={"fc": fc})
-    assert (d.fix_kind, d.confident, d.culprit) == ("out-of-place", True, None)
+    assert (d.fix_kind, d.confident, d.culprit) == ("out-of-place", False, None)
     assert "AddBackward0" in d.message and "+= / add_" in d.fix
 
 
@@ -1193,7 +1195,7 @@ def test_inplace_through_an_alias_names_the_name_the_code_writes_into(tmp_path):
     with pytest.raises(RuntimeError, match="inplace") as info:
         exec(compile(prog.read_text(), str(prog), "exec"), ns)
     d = why_backward_failed(info.value, names=ns)
-    assert (d.culprit, d.fix_kind, d.confident) == ("preds", "out-of-place", True), d.message
+    assert (d.culprit, d.fix_kind, d.confident) == ("preds", "out-of-place", False), d.message
     assert "`preds = preds + ...` instead of `preds += ...`" in d.fix and "probs +=" not in d.message, d.message
     assert "also named `preds`" in d.message and "`preds += 0.5`" in d.message
     exec(PRELUDE + ALIASED_INPLACE.replace("preds += 0.5", "preds = preds + 0.5"), {})

@@ -1,0 +1,775 @@
+"""A recorded diagnosis: facts first (from backward_twice.record), then rules that are data.
+
+`gather(err, recorder, names)` reads what the recorder saw and the graph behind the failed call
+into `Facts`; `RULES` is an ordered list of small functions over those facts, each returning a
+`Finding` or None; `diagnose(facts)` runs them and records which rule fired. A finding is
+confident only when the recorded facts decide the fix. When the fix depends on what you meant
+(should this loss train that network?), it gives each option with its consequence and how to
+tell which applies. Every snippet is built for your object (a tensor, a tuple, a list, a dict,
+a module attribute), and each option carries the edit that applies it (`Option.edits`), which
+the corpus scorer applies and runs.
+
+A fact that was not recorded is never guessed: `Finding.unknown` says what is unknown and how to
+record it.
+"""
+from __future__ import annotations
+
+import keyword
+import re
+from dataclasses import dataclass, field
+
+import torch
+
+from .names import named_tensors
+from .record import Call, Recorder, Site, freed_by, made_at
+
+RECORD_HINT = ("to record it, run `%why_backward on` (or `python -m backward_twice`, or "
+               "`with backward_twice.record():`), then run again from the cell that builds the graph")
+
+
+@dataclass(frozen=True)
+class Edit:
+    """Replace line `line` of `file` by `lines` (an empty tuple deletes it; `insert=True` puts them
+    before it instead)."""
+
+    file: str
+    line: int
+    lines: tuple
+    insert: bool = False
+
+
+@dataclass
+class Option:
+    """One remedy: when it is the right one, what to do, what it does."""
+
+    condition: str          # "if d_loss should not train G" ('' when it always applies)
+    fix: str                # a plain sentence, with the code to write
+    consequence: str        # what changes when you apply it
+    edits: tuple = ()       # the edit that applies it, when it is one or two lines
+    kind: str = ""          # a FIX_KINDS key of backward_twice.diagnose
+
+
+@dataclass
+class Finding:
+    rule: str
+    cause: str                               # one sentence: what happened
+    evidence: list = field(default_factory=list)
+    options: list = field(default_factory=list)
+    confidence: str = "certain"              # 'certain' (the facts decide) or 'depends' (on your intent)
+    culprit: str | None = None
+    culprits: list = field(default_factory=list)
+    unknown: list = field(default_factory=list)
+    how_to_tell: str = ""
+
+    @property
+    def confident(self) -> bool:
+        return self.confidence == "certain"
+
+    @property
+    def fix_kind(self) -> str | None:
+        return self.options[0].kind if self.options else None
+
+
+@dataclass
+class Facts:
+    error: str                       # 'second time' or 'inplace'
+    err: BaseException
+    rec: Recorder
+    failed: Call | None              # the call that raised (None: raised outside any call)
+    raised_at: Site | None           # the user's line that raised
+    root: torch.Tensor | None
+    named: list                      # [(path, tensor)]
+    ns: dict
+    # second time
+    stop: object = None              # the node missing its buffers
+    freer: Call | None = None        # the call that freed them
+    old: set = field(default_factory=set)     # nodes made before the freer ran
+    carriers: list = field(default_factory=list)   # [(path, tensor, Site, step)]
+    uses: list = field(default_factory=list)  # [(carrier path, Site of a node of the freer's graph that uses it)]
+    steps_between: list = field(default_factory=list)   # OptSteps between the freer and the failed call
+    stepped: list = field(default_factory=list)   # parameters of the failed graph those steps changed
+    boundary_sites: set = field(default_factory=set)    # lines that made the old nodes the new part uses
+    # in-place
+    writes: list = field(default_factory=list)
+    written: object = None           # the saved tensor that was changed
+    versions: tuple | None = None    # (expected, now)
+
+
+# ------------------------------------------------------------------------------------------
+# Gathering the facts
+def _nodes(root_fn, limit: int = 60_000) -> list:
+    seen, out, todo = set(), [], [root_fn]
+    while todo and len(out) < limit:
+        fn = todo.pop()
+        if fn is None or fn in seen:
+            continue
+        seen.add(fn)
+        out.append(fn)
+        todo.extend(n for n, _ in fn.next_functions if n is not None)
+    return out
+
+
+def _calls_before(fn) -> int | None:
+    m = made_at(fn)
+    return None if m is None else m[2]
+
+
+def _user_line(tb) -> Site | None:
+    from .record import _kind_of
+
+    best = None
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if _kind_of(code.co_filename) == 2:
+            best = Site(code.co_filename, tb.tb_lineno, code.co_name)
+        tb = tb.tb_next
+    return best
+
+
+def gather(err: BaseException, rec: Recorder, ns: dict | None, kind: str) -> Facts:
+    failed = rec.failed if rec.failed is not None and rec.failed.error is err else None
+    roots = [r for r in (failed.roots if failed else ()) if isinstance(r, torch.Tensor)]
+    root = roots[0] if roots else None
+    named = named_tensors(ns, every_path=True) if ns else []
+    f = Facts(kind, err, rec, failed, _user_line(err.__traceback__), root, named, ns or {})
+    if kind == "second time":
+        _second_time(f)
+    else:
+        _inplace(f)
+    return f
+
+
+def _second_time(f: Facts) -> None:
+    if f.root is not None and f.root.grad_fn is not None:
+        nodes = _nodes(f.root.grad_fn)
+    else:            # saved tensors read after backward: the freed nodes your variables lead to
+        nodes = []
+        for _, t in f.named:
+            if t.grad_fn is not None and freed_by(t.grad_fn) is not None:
+                nodes += _nodes(t.grad_fn, 2_000)
+    freed = [fn for fn in nodes if freed_by(fn) is not None]
+    if not freed:
+        return
+    f.freer = max((freed_by(fn) for fn in freed), key=lambda c: c.index)
+    mine = [fn for fn in freed if freed_by(fn) is f.freer]
+    f.stop = max(mine, key=lambda fn: fn._sequence_nr()) if hasattr(mine[0], "_sequence_nr") else mine[0]
+    before = f.freer.index - 1          # backward calls before the freer
+    f.old = {fn for fn in nodes if (_calls_before(fn) is not None and _calls_before(fn) <= before)
+             or freed_by(fn) is not None}
+    new = [fn for fn in nodes if fn not in f.old and made_at(fn) is not None]
+    # (node, output) pairs of the old part that this call's new part uses
+    used = {(n, i) for fn in new for n, i in fn.next_functions if n is not None and n in f.old}
+    if f.root is not None and f.root.grad_fn in f.old:
+        used.add((f.root.grad_fn, f.root.output_nr))
+    boundary = {(made_at(fn)[0], fn.name(), i) for fn, i in used if made_at(fn) is not None}
+    boundary_sites = {s for s, _, _ in boundary}
+    seen = set()
+    for path, t in f.named:
+        fn = t.grad_fn
+        if fn is None or _is_param_like(t) or t is f.root or id(t) in seen:
+            continue
+        m = made_at(fn)
+        out = t.output_nr
+        # the reused value itself, or a state made again at the line (and output) that made it: h = cell(x, h)
+        if (fn, out) in used or (fn not in f.old and m is not None and (m[0], fn.name(), out) in boundary):
+            seen.add(id(t))
+            f.carriers.append((path, t, m[0] if m else None, m[1] if m else None))
+    f.carriers.sort(key=lambda c: (len(c[0]), c[0]))
+    # where the freer's own graph used each carrier: the line of a node of that graph that takes it
+    freer_nodes = [fn for r in f.freer.roots if (t := r() if callable(r) else r) is not None
+                   and getattr(t, "grad_fn", None) is not None for fn in _nodes(t.grad_fn, 20_000)]
+    for path, t, _site, _step in f.carriers:
+        for fn in freer_nodes:
+            if any(n is t.grad_fn and i == t.output_nr for n, i in fn.next_functions):
+                m = made_at(fn)
+                if m is not None and m[0] is not None:
+                    f.uses.append((path, m[0]))
+                    break
+    f.boundary_sites = boundary_sites
+    if f.failed is not None:
+        f.steps_between = [s for s in f.rec.opt_steps if f.freer.step <= s.step < f.failed.step]
+        leaves = {id(fn.variable) for fn in nodes if type(fn).__name__ == "AccumulateGrad"}
+        f.stepped = [p for s in f.steps_between for r in s.params if (p := r()) is not None and id(p) in leaves]
+
+
+def _is_param_like(t) -> bool:
+    return isinstance(t, torch.nn.Parameter) or t.grad_fn is None
+
+
+_INPLACE_MSG = re.compile(r"\[[\w.]+ \[(?P<shape>[\d, ]*)\]\], which is (?P<what>output \d+ of (?P<node>\w+)|a leaf)?"
+                          r".*?is at version (?P<now>\d+); expected version (?P<expected>\d+)", re.S)
+
+
+def _inplace(f: Facts) -> None:
+    m = _INPLACE_MSG.search(str(f.err))
+    if m is None:
+        return
+    shape = tuple(int(s) for s in m.group("shape").split(",") if s.strip())
+    expected, now = int(m.group("expected")), int(m.group("now"))
+    f.versions = (expected, now)
+    # the saved tensor: in the failed graph, a saved tensor of that shape whose version moved
+    target = None
+    if f.root is not None and f.root.grad_fn is not None:
+        from .walk import raw_saved_tensor, saved_slots
+
+        for fn in _nodes(f.root.grad_fn):
+            for slot, how, value in saved_slots(fn, functions=False):
+                if how != "error" or "inplace" not in str(value):
+                    continue
+                t = raw_saved_tensor(fn, slot)
+                if t is not None and tuple(t.shape) == shape and t._version == now:
+                    target = t
+                    break
+            if target is not None:
+                break
+    f.written = target
+    storage = _storage(target) if target is not None else None
+    cands = [w for w in f.rec.writes if w.shape == shape or (storage is not None and w.storage == storage)]
+    if storage is not None:
+        cands = [w for w in cands if w.storage == storage]
+    f.writes = [w for w in cands if w.before >= expected and w.after <= now]
+
+
+def _storage(t) -> int | None:
+    try:
+        return t.untyped_storage().data_ptr()
+    except Exception:
+        return None
+
+
+# ------------------------------------------------------------------------------------------
+# Snippets built for your object
+def _resolve(ns: dict, path: str):
+    """The object at a path like `h`, `model.hidden`, `state['h']`, `mem[0]` (None if unreadable)."""
+    m = re.match(r"[A-Za-z_]\w*", path)
+    if not m or m.group(0) not in ns:
+        return None
+    obj, rest = ns[m.group(0)], path[m.end():]
+    for tok in re.findall(r"\.[A-Za-z_]\w*|\[[^\]]+\]", rest):
+        try:
+            if tok.startswith("."):
+                obj = getattr(obj, tok[1:])
+            else:
+                key = tok[1:-1]
+                obj = obj[int(key)] if key.lstrip("-").isdigit() else obj[key.strip("'\"")]
+        except Exception:
+            return None
+    return obj
+
+
+def container_of(ns: dict, path: str) -> tuple[str, object]:
+    """(the path of the object you keep, the object): `h` for a tensor `h`; `hidden` for
+    `hidden[0]` when `hidden` is a tuple or list; `state` for `state['h']` when `state` is a dict."""
+    m = re.match(r"(?P<base>.+)\[[^\[\]]+\]$", path)
+    if m:
+        base = _resolve(ns, m.group("base"))
+        if isinstance(base, (tuple, list, dict)):
+            return m.group("base"), base
+    return path, _resolve(ns, path)
+
+
+def detach_snippet(path: str, obj) -> str:
+    """One line that detaches what `path` holds, written for its type."""
+    if isinstance(obj, tuple):
+        return f"{path} = tuple(t.detach() for t in {path})"
+    if isinstance(obj, list):
+        return f"{path}[:] = [t.detach() for t in {path}]"
+    if isinstance(obj, dict):
+        return f"{path}.update({{k: v.detach() for k, v in {path}.items()}})"
+    return f"{path} = {path}.detach()"
+
+
+def _indent(site: Site) -> str:
+    import linecache
+
+    line = linecache.getline(site.file, site.line)
+    return line[: len(line) - len(line.lstrip())]
+
+
+def _statement_end(site: Site) -> int:
+    """The last line of the statement that starts at `site` (a call split over lines)."""
+    import linecache
+
+    n, depth = site.line, 0
+    while True:
+        text = linecache.getline(site.file, n)
+        if not text:
+            return site.line
+        depth += text.count("(") + text.count("[") - text.count(")") - text.count("]")
+        if depth <= 0:
+            return n
+        n += 1
+
+
+def _with_kwarg(site: Site, kwarg: str) -> tuple[str, Edit] | None:
+    """`site`'s line with `kwarg` added to its backward()/autograd.grad() call, and that edit."""
+    text = site.code()
+    if not text or _statement_end(site) != site.line:
+        return None
+    m = re.search(r"(\.backward|autograd\.grad|torch\.autograd\.backward)\(", text)
+    if m is None:
+        return None
+    depth, i = 0, m.end() - 1
+    for i in range(m.end() - 1, len(text)):
+        depth += {"(": 1, ")": -1}.get(text[i], 0)
+        if depth == 0:
+            break
+    inner = text[m.end():i].strip()
+    if kwarg.split("=")[0] in inner:
+        inner = re.sub(kwarg.split("=")[0] + r"\s*=\s*\w+", kwarg, inner)
+        new = text[:m.end()] + inner + text[i:]
+    else:
+        new = text[:m.end()] + (inner + ", " if inner else "") + kwarg + text[i:]
+    return new, Edit(site.file, site.line, (_indent(site) + new,))
+
+
+def _detach_at_use(site: Site, name: str) -> tuple[str, Edit] | None:
+    """`site`'s line with the one use of `name` replaced by `name.detach()`."""
+    text = site.code()
+    if not text or not re.fullmatch(r"[A-Za-z_]\w*", name) or keyword.iskeyword(name):
+        return None
+    lhs, eq, rhs = text.partition("=") if re.match(r"[\w.\[\], ]+=[^=]", text) else ("", "", text)
+    uses = re.findall(rf"(?<![\w.]){name}(?![\w(])", rhs)
+    if len(uses) != 1:
+        return None
+    new_rhs = re.sub(rf"(?<![\w.]){name}(?![\w(])", f"{name}.detach()", rhs)
+    new = f"{lhs}{eq}{new_rhs}"
+    return new, Edit(site.file, site.line, (_indent(site) + new,))
+
+
+# ------------------------------------------------------------------------------------------
+# The rules: each reads the facts and returns a Finding, or None
+def _freed_words(f: Facts) -> str:
+    node = f.stop.name() if f.stop is not None else "a node"
+    made = made_at(f.stop) if f.stop is not None else None
+    where = f", made at {made[0]}" if made and made[0] else ""
+    return f"{node}{where}"
+
+
+def _sum_option(f: Facts) -> Option:
+    """One backward of the sum; with its edit when both calls are plain `name.backward()` lines and
+    nothing runs between them that needs the first call's gradients (no optimizer step)."""
+    a = re.fullmatch(r"(\w+)\.backward\(\)", f.freer.site.code())
+    b = re.fullmatch(r"(\w+)\.backward\(\)", f.failed.site.code()) if f.failed else None
+    edits, example = (), "`(loss_a + loss_b).backward()`"
+    if a and b and not f.steps_between and f.freer.site.file == f.failed.site.file:
+        example = f"`({a.group(1)} + {b.group(1)}).backward()`"
+        edits = (Edit(f.freer.site.file, f.freer.site.line, ()),
+                 Edit(f.failed.site.file, f.failed.site.line, (_indent(f.failed.site) + example.strip("`"),)))
+    where = f" at {f.failed.site.short()}, in place of both calls" if edits else ""
+    return Option("", f"Call backward() once, on the sum of the losses: {example}{where}.",
+                  "This gives the same gradients as the two calls, in one pass through the shared part, "
+                  "and frees the buffers once.", edits, kind="retain-or-sum")
+
+
+def _retain_option(f: Facts, condition: str = "", consequence: str = "") -> Option | None:
+    got = _with_kwarg(f.freer.site, "retain_graph=True")
+    if got is None:
+        return None
+    new, edit = got
+    return Option(condition, f"Keep the graph at the first call: write `{new}` at {f.freer.site.short()}.",
+                  consequence or "The buffers stay in memory until the second call has run through them.",
+                  (edit,), kind="retain-or-sum")
+
+
+def rule_read_after_backward(f: Facts) -> Finding | None:
+    """Saved tensors read (a `_saved_*` attribute, a hook) after a backward freed them."""
+    if f.error != "second time" or f.failed is not None or f.freer is None:
+        return None
+    where = f.raised_at
+    opts = []
+    r = _retain_option(f, consequence="The buffers stay in memory until you have read them.")
+    if r:
+        opts.append(r)
+    opts.append(Option("", f"Or read what you need before {f.freer.words()}.",
+                       "Nothing is kept longer than the backward needs.", kind="retain-or-sum"))
+    return Finding(
+        "read-after-backward",
+        f"Line {where.short() if where else '?'} reads the saved tensors of {_freed_words(f)} after "
+        f"{f.freer.words()} freed them.",
+        evidence=[f"{f.freer.words()} ran without retain_graph and released the saved tensors of "
+                  f"{f.freer.released} node(s), {f.stop.name()} among them."],
+        options=opts, confidence="certain")
+
+
+def rule_grad_freed(f: Facts) -> Finding | None:
+    """An earlier torch.autograd.grad() of the same graph freed it: keep the graph there."""
+    if f.error != "second time" or f.freer is None or f.freer.kind != "autograd.grad" or f.failed is None:
+        return None
+    if f.root is None or f.root.grad_fn in f.old and False:
+        return None
+    opts = []
+    got = _with_kwarg(f.freer.site, "create_graph=True")
+    keep = _with_kwarg(f.freer.site, "retain_graph=True")
+    if got:
+        opts.append(Option("if the gradient it returns is part of the loss you backward (a gradient penalty, "
+                           "a physics residual)",
+                           f"Write `{got[0]}` at {f.freer.site.short()}.",
+                           "The graph is kept, and the gradient itself gets a graph, so the loss that uses "
+                           "it trains the weights through it.", (got[1],), kind="keep-graph"))
+    if keep:
+        opts.append(Option("if you only read the gradient it returns",
+                           f"Write `{keep[0]}` at {f.freer.site.short()}.",
+                           "The graph is kept for the later call; the gradient stays a plain value.",
+                           (keep[1],), kind="keep-graph"))
+    return Finding(
+        "grad-freed-graph",
+        f"{f.freer.words()} freed the saved tensors of {_freed_words(f)}, which {f.failed.words()} "
+        "needs again.",
+        evidence=[f"{f.freer.words()} ran without retain_graph or create_graph; it released "
+                  f"{f.freer.released} node(s)' saved tensors.",
+                  "Detaching would not help: the later call needs this graph."],
+        options=opts, confidence="certain" if len(opts) == 1 else "depends",
+        how_to_tell="Is the gradient that autograd.grad returns used to compute the loss you call backward on?")
+
+
+def rule_running_total(f: Facts) -> Finding | None:
+    """The failing tensor is itself a total carried across backward calls (`total = total + loss`)."""
+    if f.error != "second time" or f.failed is None or f.freer is None or f.root is None:
+        return None
+    root_names = [p for p, t, _s, _st in _root_paths(f)]
+    m = made_at(f.root.grad_fn)
+    if not root_names or m is None or m[0] is None or f.failed.site != f.freer.site or m[0] not in f.boundary_sites:
+        return None
+    name = root_names[0]
+    text = m[0].code()
+    if not re.search(rf"(?<![\w.]){re.escape(name)}\s*(\+=|=\s*{re.escape(name)}\s*\+)", text):
+        return None
+    m2 = re.search(rf"(?<![\w.]){re.escape(name)}\s*(?:\+=|=\s*{re.escape(name)}\s*\+)\s*(?P<added>.+)", text)
+    added = m2.group("added").strip() if m2 else "loss"
+    added = added if re.fullmatch(r"[\w.]+", added) else f"({added})"
+    new = text[:m2.start()] + f"{name} += {added}.item()" if m2 else f"{name} += loss.item()"
+    opts = [Option("if each step's loss should train the weights once",
+                   f"Keep the total as a number: write `{new}` at {m[0].short()}, and call backward() on "
+                   "each step's own loss.",
+                   "Each backward runs through its own step only; the total is for printing.", kind="accumulate-number")]
+    return Finding(
+        "running-total",
+        f"`{name}` adds each step's loss to the total of the steps before, so {f.failed.words()} runs "
+        f"back into the earlier steps, whose buffers {f.freer.words()} freed.",
+        evidence=[f"`{name}` was made at {m[0]} in each step; the node missing its buffers, {_freed_words(f)}, "
+                  "comes from an earlier step."],
+        options=opts, confidence="certain", culprit=name, culprits=[name])
+
+
+def _param_names(f: Facts, params) -> list:
+    ids = {id(p) for p in params}
+    out = []
+    for path, t in f.named:
+        if id(t) in ids and path not in out and not any(path.startswith(o) for o in out):
+            out.append(path)
+    return out[:3]
+
+
+def _root_paths(f: Facts):
+    return [(p, t, None, None) for p, t in f.named if t is f.root]
+
+
+def rule_step_between(f: Facts) -> Finding | None:
+    """optimizer.step() ran between the backward that freed the graph and the one that failed."""
+    if f.error != "second time" or f.failed is None or f.freer is None or not f.stepped:
+        return None
+    if f.root is None or f.root.grad_fn not in f.old:
+        return None     # the failing loss was built after the step: not this rule
+    s = f.steps_between[0]
+    keep = _with_kwarg(f.freer.site, "retain_graph=True")
+    move = ()
+    if keep is not None and s.site.file == f.failed.site.file and _statement_end(s.site) == s.site.line:
+        end = _statement_end(f.failed.site)
+        move = (keep[1], Edit(s.site.file, s.site.line, ()),
+                Edit(s.site.file, end + 1, (_indent(f.failed.site) + s.site.code(),), insert=True))
+    opts = [Option("if both losses should use the weights as they were before the step",
+                   f"Call every backward() before `{s.site.code()}` at {s.site.short()}: move that line below "
+                   f"{f.failed.site.short()}, and keep the graph at the first call"
+                   + (f" (`{keep[0]}`)" if keep else "") + ".",
+                   "Both gradients are computed with the same weights; the step then applies them.",
+                   move, kind="backward-before-step"),
+            Option("if the second loss should see the weights after the step (the usual alternating "
+                   "GAN or actor-critic update)",
+                   f"Compute the second loss again after {s.site.short()}: run its forward pass anew.",
+                   "The second backward runs through a new graph made with the updated weights.",
+                   kind="backward-before-step")]
+    return Finding(
+        "step-between-backwards",
+        f"{f.freer.words()} freed the buffers of {_freed_words(f)}; then `{s.site.text()}` at "
+        f"{s.site.short()} changed {s.changed} parameter(s); then {f.failed.words()} ran through the "
+        "same graph.",
+        evidence=[f"The step changed {len(f.stepped)} parameter(s) that this graph uses"
+                  + (f" ({', '.join(_param_names(f, f.stepped))})" if _param_names(f, f.stepped) else "")
+                  + ". Passing retain_graph=True to the first call is therefore no fix: the second backward "
+                  "would then raise \"modified by an inplace operation\" wherever the graph saved one of them."],
+        options=opts, confidence="depends",
+        how_to_tell="Should the second loss's gradient be computed with the weights before or after this step?")
+
+
+def rule_shared_graph(f: Facts) -> Finding | None:
+    """Two losses built before the first backward share part of one graph."""
+    if f.error != "second time" or f.failed is None or f.freer is None or f.root is None:
+        return None
+    if f.root.grad_fn not in f.old or f.stepped:
+        return None
+    opts = [_sum_option(f)]
+    r = _retain_option(f)
+    if r:
+        opts.append(r)
+    return Finding(
+        "shared-graph",
+        f"Both losses were built before {f.freer.words()}, which freed the buffers of {_freed_words(f)}; "
+        f"{f.failed.words()} needs them too.",
+        evidence=[f"{f.freer.words()} released {f.freer.released} node(s)' saved tensors."]
+        + ([f"`{f.steps_between[0].site.code()}` at {f.steps_between[0].site.short()} ran in between, but changed "
+            "no parameter this graph uses, so keeping the graph is safe."] if f.steps_between
+           else ["No optimizer step ran in between."]),
+        options=opts, confidence="certain")
+
+
+def rule_reused_after_backward(f: Facts) -> Finding | None:
+    """A tensor made before a backward (in this iteration, or once before the loop, or carried from
+    the last step) is used by a loss built after it."""
+    if f.error != "second time" or f.failed is None or f.freer is None or not f.carriers:
+        return None
+    same_line = f.failed.site == f.freer.site
+    names = [c[0] for c in f.carriers]
+    groups = {}
+    for path, _t, site, step in f.carriers:
+        cpath, obj = container_of(f.ns, path)
+        groups.setdefault(cpath, (obj, site, step))
+    carried_words = "; ".join(f"`{p}` (made at {s.short() if s else 'a line not recorded'}"
+                              f"{'' if st is None else f', in optimizer step {st}'})" for p, (o, s, st) in groups.items())
+    indent = _indent(f.freer.site)
+    end = _statement_end(f.freer.site)
+    if same_line:
+        # the same backward line ran again: the part was made in an earlier iteration
+        remade = [p for p, (o, s, st) in groups.items() if s is not None and _line_ran_since(f, s)]
+        if remade:
+            snippets = [detach_snippet(p, o) for p, (o, s, st) in groups.items()]
+            edit = Edit(f.freer.site.file, end + 1, tuple(indent + s for s in snippets), insert=True)
+            fix = (f"Detach {'them' if len(snippets) > 1 else 'it'} after each backward: add "
+                   + " and ".join(f"`{s}`" for s in snippets) + f" after {f.freer.site.short()}.")
+            opts = [Option("if gradients should flow only within one step (truncated backpropagation "
+                           "through time; the state still carries its values forward)",
+                           fix, "Each backward stops at the start of its step; memory stays flat.",
+                           (edit,), kind="detach-carried"),
+                    Option("if each sequence, episode or task should start fresh",
+                           "Reset " + ", ".join(f"`{p}`" for p in groups) + " to its initial value at the "
+                           "start of each one.", "No value or gradient crosses from one to the next.",
+                           kind="reset-per-episode")]
+            return Finding(
+                "carried-across-steps",
+                f"{', '.join(f'`{n}`' for n in groups)} carr{'y' if len(groups) > 1 else 'ies'} the graph of "
+                f"an earlier step into this one; {f.freer.words()} freed that step's buffers "
+                f"({_freed_words(f)}).",
+                evidence=[f"Carried: {carried_words}; each is made again in every step from its value in "
+                          "the step before."],
+                options=opts, confidence="depends", culprit=names[0], culprits=list(groups),
+                how_to_tell="Should the gradient of this step's loss reach back into the earlier steps? "
+                            "If it should, keep those graphs (retain_graph=True), at a memory cost that grows "
+                            "with every step.")
+        # made once, before the loop
+        opts = []
+        for p, (o, s, _st) in groups.items():
+            if s is None:
+                continue
+            line = s.code()
+            use = next((u for n, u in f.uses if container_of(f.ns, n)[0] == p), None)
+            first_use = _first_new_use(f, p)
+            if first_use is not None:
+                opts.append(Option(f"if `{p}` should be trained by every step's loss",
+                                   f"Compute it inside the loop: move `{line}` from {s.short()} to just before "
+                                   f"{first_use.short()}.",
+                                   "Each step builds its own graph for it, and backward frees only that.",
+                                   (Edit(s.file, first_use.line, (_indent(first_use) + line,), insert=True),
+                                    Edit(s.file, s.line, ())), kind="recompute-in-step"))
+            opts.append(Option(f"if `{p}` is fixed data that should not be trained",
+                               f"Detach it once: add `{detach_snippet(p, o)}` after {s.short()}.",
+                               "Nothing trains through it; no graph is kept.",
+                               (Edit(s.file, _statement_end(s) + 1, (_indent(s) + detach_snippet(p, o),), insert=True),),
+                               kind="recompute-in-step"))
+            del use
+        return Finding(
+            "computed-once",
+            f"{', '.join(f'`{n}`' for n in groups)} {'were' if len(groups) > 1 else 'was'} computed once, before "
+            f"the loop, and every step's loss uses {'them' if len(groups) > 1 else 'it'}; {f.freer.words()} "
+            f"freed {'their' if len(groups) > 1 else 'its'} buffers in the first step.",
+            evidence=[f"Made once: {carried_words}; that line has not run again since."],
+            options=opts, confidence="depends", culprit=names[0], culprits=list(groups),
+            how_to_tell="Should each step's loss train what computes it?")
+    # two different backward lines: a later loss reuses part an earlier loss's backward freed
+    opts = []
+    for path, site in f.uses:
+        cpath, obj = container_of(f.ns, path)
+        got = _detach_at_use(site, path)
+        if got is not None:
+            made = next((s for p, (o, s, st) in groups.items() if p == cpath), None)
+            opts.append(Option(f"if the loss of {f.freer.site.short()} should not train what made `{path}`"
+                               + (f" (at {made.short()})" if made else ""),
+                               f"Detach it where that loss uses it: write `{got[0]}` at {site.short()}.",
+                               "That loss's gradient stops at it; the later loss still trains through it.",
+                               (got[1],), kind="detach-input"))
+            break
+    r = _retain_option(f, condition="if both losses should train it",
+                       consequence="Both losses' gradients reach it; the buffers stay until the second call.")
+    if r:
+        opts.append(r)
+    if f.steps_between:
+        s = f.steps_between[0]
+        opts.append(Option("if the later loss should see the weights after the step",
+                           f"Compute the later loss's forward again after {s.site.short()}.",
+                           "It runs through a new graph, made with the updated weights.",
+                           kind="backward-before-step"))
+    return Finding(
+        "reused-after-backward",
+        f"{', '.join(f'`{n}`' for n in groups)}, made before {f.freer.words()}, {'are' if len(groups) > 1 else 'is'} "
+        f"used again by {f.failed.words()}; that first call freed {_freed_words(f)}.",
+        evidence=[f"Reused: {carried_words}."] + (
+            [f"`{f.steps_between[0].site.text()}` at {f.steps_between[0].site.short()} ran in between."]
+            if f.steps_between else []),
+        options=opts, confidence="depends", culprit=names[0], culprits=list(groups),
+        how_to_tell="Which networks should the loss of the first call train?")
+
+
+def _line_ran_since(f: Facts, site: Site) -> bool:
+    """Whether `site` made a node after the freer ran (the line runs in every step)."""
+    before = f.freer.index - 1
+    for _path, t in f.named:
+        fn = t.grad_fn
+        m = made_at(fn) if fn is not None else None
+        if m is not None and m[0] == site and m[2] > before:
+            return True
+    root = f.root.grad_fn if f.root is not None else None
+    for fn in (_nodes(root, 5_000) if root is not None else []):
+        m = made_at(fn)
+        if m is not None and m[0] == site and m[2] > before:
+            return True
+    return False
+
+
+def _first_new_use(f: Facts, path: str) -> Site | None:
+    """The line of the first node made after the freer that uses `path`'s tensor."""
+    tensors = [t for p, t in f.named if p == path or p.startswith(path + "[") or p.startswith(path + ".")]
+    ids = {t.grad_fn for t in tensors if t.grad_fn is not None}
+    best = None
+    for fn in _nodes(f.root.grad_fn, 20_000) if f.root is not None else []:
+        if fn in f.old:
+            continue
+        if any(n in ids for n, _ in fn.next_functions):
+            m = made_at(fn)
+            if m is not None and m[0] is not None and (best is None or m[0].line < best.line):
+                best = m[0]
+    return best
+
+
+_OUT_OF_PLACE = [(re.compile(r"(?P<lhs>[\w.\[\]'\"]+)\s*(?P<op>[+\-*/])=\s*(?P<rhs>.+)"), r"\g<lhs> = \g<lhs> \g<op> \g<rhs>"),
+                 (re.compile(r"inplace\s*=\s*True"), "inplace=False"),
+                 (re.compile(r"\.(?P<m>relu|sigmoid|tanh|clamp|add|sub|mul|div|exp|masked_fill|fill|"
+                             r"clamp_min|clamp_max|abs|neg|pow|sqrt|copy|zero|normal|uniform)_\("),
+                  r".\g<m>(")]
+
+
+def _out_of_place_line(text: str) -> str | None:
+    for pat, rep in _OUT_OF_PLACE:
+        new = pat.sub(rep, text, count=1)
+        if new != text:
+            if pat.pattern.startswith(r"\.(") and not re.match(r"\s*[\w.\[\]]+\s*=", text):
+                m = re.match(r"\s*(?P<obj>[\w.\[\]]+)\.\w+_\(", text)
+                if m:
+                    new = f"{m.group('obj')} = {new}"
+            return new
+    return None
+
+
+def rule_inplace_recorded(f: Facts) -> Finding | None:
+    if f.error != "inplace" or not f.writes:
+        return None
+    w = f.writes[-1]
+    names = _names_of(f, w)
+    name_words = (" (" + ", ".join(f"`{n}`" for n in names) + ")") if names else ""
+    if w.optimizer_step:
+        return Finding(
+            "inplace-optimizer-step",
+            f"`{w.site.text()}` at {w.site.short()} updated a weight{name_words} that "
+            f"{f.failed.words() if f.failed else 'this backward'} needs as it was (version {w.before} -> {w.after}).",
+            evidence=[f"The optimizer wrote it in place ({w.op}); the graph saved it at version "
+                      f"{f.versions[0] if f.versions else w.before}."],
+            options=[Option("if both gradients should be computed with the weights before the step",
+                            f"Call every backward() before {w.site.short()}.",
+                            "The step then applies both gradients at once.", kind="backward-before-step"),
+                     Option("if the later loss should use the updated weights",
+                            f"Compute that loss's forward again after {w.site.short()}.",
+                            "It runs through a new graph, made with the updated weights.",
+                            kind="backward-before-step")],
+            confidence="depends", culprit=names[0] if names else None, culprits=names,
+            how_to_tell="Should the later loss be computed with the weights before or after the step?")
+    text = w.site.code()
+    inner = f" inside the library call at {w.inner}" if w.inner is not None else ""
+    new = _out_of_place_line(text) if w.inner is None else None
+    opts = []
+    if new is not None:
+        opts.append(Option("", f"Write it out of place: `{new}` at {w.site.short()}.",
+                           "The saved tensor keeps its value; a new tensor holds the result (a little more memory).",
+                           (Edit(w.site.file, w.site.line, (_indent(w.site) + new,)),), kind="out-of-place"))
+    else:
+        target = names[0] if names else "the tensor"
+        opts.append(Option("", f"Give the write a copy: write into `{target}.clone()` (or pass `inplace=False`) "
+                               f"at {w.site.short()}{inner}.",
+                           "The saved tensor keeps its value; the copy costs its size in memory.", kind="out-of-place"))
+    return Finding(
+        "inplace-write",
+        f"`{w.op}` at {w.site.short()}{inner} wrote in place into a tensor{name_words} that the graph had saved "
+        f"(version {w.before} -> {w.after}); backward needs it as it was.",
+        evidence=[f"The write was recorded at {w.site}: the tensor's version went from {w.before} to {w.after}."]
+        + ([f"Later writes: {len(f.writes) - 1} more."] if len(f.writes) > 1 else []),
+        options=opts, confidence="certain", culprit=names[0] if names else None, culprits=names)
+
+
+def _names_of(f: Facts, w) -> list:
+    t = w.tensor() if w.tensor is not None else None
+    out = []
+    for path, u in f.named:
+        if (t is not None and u is t) or (_storage(u) == w.storage and u.shape == w.shape):
+            if path not in out:
+                out.append(path)
+    return out[:4]
+
+
+def rule_unknown(f: Facts) -> Finding | None:
+    """Nothing recorded decides it: say what is unknown."""
+    what = ("which call freed these buffers (they were freed before recording started)" if f.error == "second time"
+            else "which line wrote in place (the write was not recorded)")
+    return Finding("not-recorded", "The record does not say what happened.", unknown=[what],
+                   confidence="depends")
+
+
+RULES = [rule_read_after_backward, rule_grad_freed, rule_running_total, rule_step_between,
+         rule_shared_graph, rule_reused_after_backward, rule_inplace_recorded, rule_unknown]
+
+
+def diagnose(f: Facts) -> Finding:
+    for rule in RULES:
+        found = rule(f)
+        if found is not None:
+            return found
+    raise AssertionError("rule_unknown always fires")
+
+
+def report(finding: Finding, rec: Recorder) -> str:
+    """The finding in plain sentences."""
+    lines = ["why_backward (recorded): " + finding.cause]
+    for e in finding.evidence:
+        lines.append("  - " + e)
+    if finding.culprits:
+        lines.append("carried by: " + ", ".join(finding.culprits))
+    if finding.options:
+        if finding.confident and len(finding.options) == 1:
+            lines.append("Fix: " + finding.options[0].fix + " " + finding.options[0].consequence)
+        else:
+            lines.append("The fix depends on what you meant:" if not finding.confident else "Fixes:")
+            for i, o in enumerate(finding.options, 1):
+                cond = (o.condition[0].upper() + o.condition[1:] + ": ") if o.condition else ""
+                lines.append(f"  {i}. {cond}{o.fix} {o.consequence}")
+        if finding.how_to_tell:
+            lines.append("How to tell: " + finding.how_to_tell)
+    for u in finding.unknown:
+        lines.append(f"Unknown: {u}; {RECORD_HINT}.")
+    lines.append(f"(rule: {finding.rule}; {rec.kept()})")
+    return "\n".join(lines)
