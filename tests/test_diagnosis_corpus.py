@@ -124,9 +124,10 @@ def test_fixed_program_runs_clean(path):
 
 
 def test_issue_27_programs_are_all_there():
-    """Ten held out (frozen before the recorder), all with INTENT."""
+    """Ten held out (frozen before the recorder) and ten for development, all with INTENT."""
     splits = collections.Counter(harness.split_of(p) for p in REC)
     assert splits["heldout_rec"] == len(harness.programs("heldout_rec")) >= 10, splits
+    assert splits["dev"] >= 10, splits
 
 
 @pytest.mark.parametrize("path", REC, ids=REC_IDS)
