@@ -124,9 +124,11 @@ def test_fixed_program_runs_clean(path):
 
 
 def test_issue_27_programs_are_all_there():
-    """Ten held out (frozen before the recorder), all with INTENT."""
+    """Ten held out (frozen before the recorder) and ten for development, all with INTENT."""
     splits = collections.Counter(harness.split_of(p) for p in REC)
     assert splits["heldout_rec"] == len(harness.programs("heldout_rec")) >= 10, splits
+    assert splits["dev"] >= 10, splits
+    assert len(SEVERAL) >= 2, "programs where several carriers each need their fix"
 
 
 @pytest.mark.parametrize("path", REC, ids=REC_IDS)
@@ -158,7 +160,26 @@ def test_grads_name_leaves_whose_grads_the_fixed_run_leaves_in_place(path):
         assert grad.abs().sum() > 0, f"{name}: a zero grad cannot tell two remedies apart"
 
 
-def test_leaf_grads_reads_paths_and_iterables(tmp_path):
+SEVERAL = [p for p in ALL if isinstance(harness.constants(p)["CULPRIT"], list) and len(harness.bug_fix_pairs(p.read_text())) > 1]
+
+
+@pytest.mark.parametrize("path", SEVERAL, ids=[p.stem for p in SEVERAL])
+def test_a_half_fix_of_several_carriers_still_fails(path):
+    """Where several variables carry the old graph and the fix touches each, fixing one alone is not
+    enough: the program still raises its error (issue 27's "half fixes")."""
+    src, c = path.read_text(), harness.constants(path)
+    lines = src.splitlines()
+    bug_lines = [i for i, line in enumerate(lines) if harness.BUG.match(line)]
+    for keep in bug_lines:                 # apply every FIX but one
+        partial = list(lines)
+        for i in bug_lines:
+            if i != keep:
+                partial[i] = harness.BUG.match(lines[i]).group("indent") + harness.FIX.match(lines[i + 1]).group("code").strip()
+        with pytest.raises(RuntimeError, match=harness.ERRORS[c["ERROR"]][:40]):
+            exec(compile("\n".join(partial), str(path), "exec"), {"__name__": "__corpus__"})
+
+
+def test_leaf_grads_reads_paths_and_iterables():
     w = torch.ones(2, requires_grad=True)
     lin = torch.nn.Linear(2, 1)
     (lin(w * 3).sum()).backward()
