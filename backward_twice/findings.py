@@ -166,13 +166,13 @@ def _second_time(f: Facts) -> None:
     seen = set()
     for path, t in f.named:
         fn = t.grad_fn
-        if fn is None or _is_param_like(t) or t is f.root or id(t) in seen:
+        if fn is None or _is_param_like(t) or t is f.root or path in seen:
             continue
         m = made_at(fn)
         out = t.output_nr
         # the reused value itself, or a state made again at the line (and output) that made it: h = cell(x, h)
         if (fn, out) in used or (fn not in f.old and m is not None and (m[0], fn.name(), out) in boundary):
-            seen.add(id(t))
+            seen.add(path)    # every path: rebinding `mem` leaves `lif1.mem` holding the graph
             f.carriers.append((path, t, m[0] if m else None, m[1] if m else None))
     f.carriers.sort(key=lambda c: (len(c[0]), c[0]))
     # where the freer's own graph used each carrier: the line of a node of that graph that takes it
@@ -346,18 +346,25 @@ def _freed_words(f: Facts) -> str:
     return f"{node}{where}"
 
 
+def _backward_expr(site: Site) -> str | None:
+    """`a` of a line `a.backward()`, `(0.5 * b)` of `(0.5 * b).backward()`; None otherwise."""
+    m = re.fullmatch(r"(?P<e>\w+|\(.+\))\.backward\(\)", site.code())
+    return m.group("e") if m else None
+
+
 def _sum_option(f: Facts) -> Option:
-    """One backward of the sum; with its edit when both calls are plain `name.backward()` lines and
-    nothing runs between them that needs the first call's gradients (no optimizer step)."""
-    a = re.fullmatch(r"(\w+)\.backward\(\)", f.freer.site.code())
-    b = re.fullmatch(r"(\w+)\.backward\(\)", f.failed.site.code()) if f.failed else None
+    """One backward of the sum; with its edit when both calls are plain `<loss>.backward()` lines on
+    different lines, and no optimizer step runs between them."""
+    a, b = _backward_expr(f.freer.site), (_backward_expr(f.failed.site) if f.failed else None)
     edits, example = (), "`(loss_a + loss_b).backward()`"
-    if a and b and not f.steps_between and f.freer.site.file == f.failed.site.file:
-        example = f"`({a.group(1)} + {b.group(1)}).backward()`"
+    if a and b:
+        example = f"`({a} + {b}).backward()`"
+    if a and b and not f.steps_between and f.freer.site.file == f.failed.site.file and f.freer.site != f.failed.site:
         edits = (Edit(f.freer.site.file, f.freer.site.line, ()),
                  Edit(f.failed.site.file, f.failed.site.line, (_indent(f.failed.site) + example.strip("`"),)))
     where = f" at {f.failed.site.short()}, in place of both calls" if edits else ""
-    return Option("", f"Call backward() once, on the sum of the losses: {example}{where}.",
+    return Option("" if not f.carriers else "if both losses should train the part they share",
+                  f"Call backward() once, on the sum of the losses: {example}{where}.",
                   "This gives the same gradients as the two calls, in one pass through the shared part, "
                   "and frees the buffers once.", edits, kind="retain-or-sum")
 
@@ -439,10 +446,16 @@ def rule_running_total(f: Facts) -> Finding | None:
     added = m2.group("added").strip() if m2 else "loss"
     added = added if re.fullmatch(r"[\w.]+", added) else f"({added})"
     new = text[:m2.start()] + f"{name} += {added}.item()" if m2 else f"{name} += loss.item()"
-    opts = [Option("if each step's loss should train the weights once",
+    edits = ()
+    step_loss = added.strip("()")
+    if _backward_expr(f.failed.site) == name and m[0].file == f.failed.site.file:
+        edits = (Edit(m[0].file, m[0].line, (_indent(m[0]) + new,)),
+                 Edit(f.failed.site.file, f.failed.site.line, (_indent(f.failed.site) + f"({step_loss}).backward()",)))
+    opts = [Option("",
                    f"Keep the total as a number: write `{new}` at {m[0].short()}, and call backward() on "
-                   "each step's own loss.",
-                   "Each backward runs through its own step only; the total is for printing.", kind="accumulate-number")]
+                   f"each step's own loss (`({step_loss}).backward()`).",
+                   "Each backward runs through its own step only; the total is for printing.", edits,
+                   kind="accumulate-number")]
     return Finding(
         "running-total",
         f"`{name}` adds each step's loss to the total of the steps before, so {f.failed.words()} runs "
@@ -565,27 +578,35 @@ def rule_reused_after_backward(f: Facts) -> Finding | None:
                 how_to_tell="Should the gradient of this step's loss reach back into the earlier steps? "
                             "If it should, keep those graphs (retain_graph=True), at a memory cost that grows "
                             "with every step.")
-        # made once, before the loop
+        # made once, before the loop: the names the loop reads again (not an alias made inside it)
+        reread = {p: v for p, v in groups.items() if v[1] is not None and _first_line_naming(v[1], p, f.failed.site)}
+        assigned = {p: v for p, v in reread.items() if re.search(rf"(?<![\w.]){re.escape(p)}\s*[,=]", v[1].code())}
+        reread = assigned or reread
+        if reread:
+            groups = reread
+            names = [n for n in names if container_of(f.ns, n)[0] in groups] or names
         opts = []
         for p, (o, s, _st) in groups.items():
             if s is None:
                 continue
             line = s.code()
-            use = next((u for n, u in f.uses if container_of(f.ns, n)[0] == p), None)
-            first_use = _first_new_use(f, p)
-            if first_use is not None:
+            into = _first_line_naming(s, p, f.failed.site)
+            if into is not None:
                 opts.append(Option(f"if `{p}` should be trained by every step's loss",
-                                   f"Compute it inside the loop: move `{line}` from {s.short()} to just before "
-                                   f"{first_use.short()}.",
+                                   f"Compute it again inside the loop: add `{line}` just before {into.short()}.",
                                    "Each step builds its own graph for it, and backward frees only that.",
-                                   (Edit(s.file, first_use.line, (_indent(first_use) + line,), insert=True),
-                                    Edit(s.file, s.line, ())), kind="recompute-in-step"))
+                                   (Edit(s.file, into.line, (_indent(into) + line,), insert=True),),
+                                   kind="recompute-in-step"))
+            elif not re.fullmatch(r"\w+", p):
+                opts.append(Option(f"if `{p}` should be trained by every step's loss",
+                                   f"Have it computed again in every step (for a cache, clear `{p}` before each "
+                                   "step's forward), so that each step builds its own graph for it.",
+                                   "Each backward frees only its own step's part.", kind="recompute-in-step"))
+            edits = ((Edit(s.file, _statement_end(s) + 1, (_indent(s) + detach_snippet(p, o),), insert=True),)
+                     if re.fullmatch(r"\w+", p) else ())
             opts.append(Option(f"if `{p}` is fixed data that should not be trained",
                                f"Detach it once: add `{detach_snippet(p, o)}` after {s.short()}.",
-                               "Nothing trains through it; no graph is kept.",
-                               (Edit(s.file, _statement_end(s) + 1, (_indent(s) + detach_snippet(p, o),), insert=True),),
-                               kind="recompute-in-step"))
-            del use
+                               "Nothing trains through it; no graph is kept.", edits, kind="recompute-in-step"))
         return Finding(
             "computed-once",
             f"{', '.join(f'`{n}`' for n in groups)} {'were' if len(groups) > 1 else 'was'} computed once, before "
@@ -596,36 +617,124 @@ def rule_reused_after_backward(f: Facts) -> Finding | None:
             how_to_tell="Should each step's loss train what computes it?")
     # two different backward lines: a later loss reuses part an earlier loss's backward freed
     opts = []
-    for path, site in f.uses:
-        cpath, obj = container_of(f.ns, path)
+    unsafe = _stepped_old(f)
+    for path, site in f.uses:             # the earlier loss should not train what made it
         got = _detach_at_use(site, path)
-        if got is not None:
-            made = next((s for p, (o, s, st) in groups.items() if p == cpath), None)
+        t = next((u for p, u in f.named if p == path), None)
+        if got is not None and t is not None and _trains_without(f.freer, t.grad_fn):
+            made = next((s for p, (o, s, st) in groups.items() if p == container_of(f.ns, path)[0]), None)
             opts.append(Option(f"if the loss of {f.freer.site.short()} should not train what made `{path}`"
                                + (f" (at {made.short()})" if made else ""),
                                f"Detach it where that loss uses it: write `{got[0]}` at {site.short()}.",
                                "That loss's gradient stops at it; the later loss still trains through it.",
                                (got[1],), kind="detach-input"))
             break
-    r = _retain_option(f, condition="if both losses should train it",
-                       consequence="Both losses' gradients reach it; the buffers stay until the second call.")
-    if r:
-        opts.append(r)
+    later = _rebuild_from_detached(f)     # the later loss should not train what made the input of it
+    if later is not None:
+        opts.append(later)
+    if not f.steps_between:
+        opts.append(_sum_option(f))
+    if not unsafe:
+        r = _retain_option(f, condition="if both losses should train it",
+                           consequence="Both losses' gradients reach it; the buffers stay until the second call.")
+        if r:
+            opts.append(r)
+    evidence = [f"Reused: {carried_words}."]
     if f.steps_between:
-        s = f.steps_between[0]
-        opts.append(Option("if the later loss should see the weights after the step",
-                           f"Compute the later loss's forward again after {s.site.short()}.",
-                           "It runs through a new graph, made with the updated weights.",
-                           kind="backward-before-step"))
+        s0 = f.steps_between[0]
+        evidence.append(f"`{s0.site.code()}` at {s0.site.short()} ran in between"
+                        + (f" and changed {', '.join(f'`{n}`' for n in _param_names(f, unsafe)) or 'parameters'} that "
+                           "the reused part saved, so keeping the graph (retain_graph=True) would raise \"modified by "
+                           "an inplace operation\" instead." if unsafe else "."))
     return Finding(
         "reused-after-backward",
         f"{', '.join(f'`{n}`' for n in groups)}, made before {f.freer.words()}, {'are' if len(groups) > 1 else 'is'} "
         f"used again by {f.failed.words()}; that first call freed {_freed_words(f)}.",
-        evidence=[f"Reused: {carried_words}."] + (
-            [f"`{f.steps_between[0].site.text()}` at {f.steps_between[0].site.short()} ran in between."]
-            if f.steps_between else []),
-        options=opts, confidence="depends", culprit=names[0], culprits=list(groups),
-        how_to_tell="Which networks should the loss of the first call train?")
+        evidence=evidence, options=opts, confidence="depends", culprit=names[0], culprits=list(groups),
+        how_to_tell="Which networks should each of the two losses train?")
+
+
+def _reaches_leaf(starts, stop) -> bool:
+    """Whether a parameter (an AccumulateGrad node) is reachable from `starts` without passing `stop`."""
+    seen, todo = {stop}, list(starts)
+    while todo:
+        fn = todo.pop()
+        if fn is None or fn in seen:
+            continue
+        seen.add(fn)
+        if type(fn).__name__ == "AccumulateGrad":
+            return True
+        todo.extend(n for n, _ in fn.next_functions)
+    return False
+
+
+def _trains_without(call, stop) -> bool:
+    """Whether the loss of `call` still reaches a parameter once `stop` is detached."""
+    roots = [r() if callable(r) else r for r in call.roots]
+    return _reaches_leaf([r.grad_fn for r in roots if r is not None and r.grad_fn is not None], stop)
+
+
+def _leaves_between(top, bottom) -> bool:
+    """Whether a parameter feeds `top` other than through `bottom` (what computes top from bottom trains)."""
+    return top is not None and _reaches_leaf([top], bottom)
+
+
+def _stepped_old(f: Facts) -> list:
+    """Parameters of the part made before the freer that an optimizer step in between changed."""
+    if not f.steps_between:
+        return []
+    leaves = {id(n.variable) for fn in f.old for n, _ in fn.next_functions
+              if n is not None and type(n).__name__ == "AccumulateGrad"}
+    return [p for s in f.steps_between for r in s.params if (p := r()) is not None and id(p) in leaves]
+
+
+def _rebuild_from_detached(f: Facts) -> Option | None:
+    """For `d_fake = D(fake)` reused by a later loss that should train D but not what made `fake`:
+    write `D(fake.detach())` in place of `d_fake` where the later loss uses it."""
+    for path, t, site, _step in f.carriers:
+        if site is None or not re.fullmatch(r"\w+", path):
+            continue
+        m = re.fullmatch(rf"{path}\s*=\s*(?P<rhs>.+)", site.code())
+        if m is None:
+            continue
+        rhs = m.group("rhs")
+        inner = [n for n in re.findall(r"(?<![\w.])([A-Za-z_]\w*)(?![\w(])", rhs)
+                 if any(p == n and u.grad_fn is not None and u.grad_fn in f.old for p, u in f.named)]
+        if len(set(inner)) != 1:
+            continue
+        name = inner[0]
+        rebuilt = re.sub(rf"(?<![\w.]){name}(?![\w(])", f"{name}.detach()", rhs)
+        use = _first_new_use(f, path)
+        below = next((u for p, u in f.named if p == name), None)
+        if use is None or below is None or not _leaves_between(t.grad_fn, below.grad_fn):
+            continue
+        text = use.code()
+        if len(re.findall(rf"(?<![\w.]){path}(?![\w(])", text)) != 1:
+            continue
+        new = re.sub(rf"(?<![\w.]){path}(?![\w(])", rebuilt, text)
+        return Option(f"if the later loss should train what computes `{path}` from `{name}` but not what made "
+                      f"`{name}`", f"Compute it again from a detached input where that loss uses it: write "
+                      f"`{new}` at {use.short()}.",
+                      f"The later loss's gradient stops at `{name}`; the earlier loss still trains what made it.",
+                      (Edit(use.file, use.line, (_indent(use) + new,)),), kind="detach-input")
+    return None
+
+
+def _first_line_naming(made: Site, name: str, until: Site) -> Site | None:
+    """The first line after `made` and before `until` that names `name` and is indented deeper than
+    `made` (inside the loop that follows it): where a copy of `made` recomputes it each step."""
+    import linecache
+
+    if not re.fullmatch(r"\w+", name) or made.file != until.file:
+        return None
+    base = len(_indent(made))
+    for n in range(_statement_end(made) + 1, until.line + 1):
+        text = linecache.getline(made.file, n)
+        if not text.strip() or len(text) - len(text.lstrip()) <= base:
+            continue
+        if re.search(rf"(?<![\w.]){name}(?![\w])", text):
+            return Site(made.file, n, made.function)
+    return None
 
 
 def _line_ran_since(f: Facts, site: Site) -> bool:
@@ -678,6 +787,16 @@ def _out_of_place_line(text: str) -> str | None:
     return None
 
 
+def _copy_before_write(site: Site) -> tuple[str, Edit] | None:
+    """For `x[i] = v` (or `x.op_(...)` with no out-of-place form): write into a copy, `x = x.clone()`
+    on the line before."""
+    m = re.match(r"(?P<base>[A-Za-z_][\w.]*)\s*\[", site.code())
+    if m is None:
+        return None
+    line = f"{m.group('base')} = {m.group('base')}.clone()"
+    return line, Edit(site.file, site.line, (_indent(site) + line,), insert=True)
+
+
 def rule_inplace_recorded(f: Facts) -> Finding | None:
     if f.error != "inplace" or not f.writes:
         return None
@@ -685,40 +804,63 @@ def rule_inplace_recorded(f: Facts) -> Finding | None:
     names = _names_of(f, w)
     name_words = (" (" + ", ".join(f"`{n}`" for n in names) + ")") if names else ""
     if w.optimizer_step:
+        move = ()
+        if f.failed is not None and w.site.file == f.failed.site.file and _statement_end(w.site) == w.site.line:
+            move = (Edit(w.site.file, w.site.line, ()),
+                    Edit(w.site.file, _statement_end(f.failed.site) + 1, (_indent(f.failed.site) + w.site.code(),),
+                         insert=True))
         return Finding(
             "inplace-optimizer-step",
-            f"`{w.site.text()}` at {w.site.short()} updated a weight{name_words} that "
+            f"`{w.site.code()}` at {w.site.short()} updated a weight{name_words} that "
             f"{f.failed.words() if f.failed else 'this backward'} needs as it was (version {w.before} -> {w.after}).",
             evidence=[f"The optimizer wrote it in place ({w.op}); the graph saved it at version "
                       f"{f.versions[0] if f.versions else w.before}."],
             options=[Option("if both gradients should be computed with the weights before the step",
-                            f"Call every backward() before {w.site.short()}.",
-                            "The step then applies both gradients at once.", kind="backward-before-step"),
+                            f"Call every backward() before `{w.site.code()}`: move it from {w.site.short()} to after "
+                            f"{f.failed.site.short() if f.failed else 'the last backward'}.",
+                            "The step then applies both gradients at once.", move, kind="backward-before-step"),
                      Option("if the later loss should use the updated weights",
                             f"Compute that loss's forward again after {w.site.short()}.",
                             "It runs through a new graph, made with the updated weights.",
                             kind="backward-before-step")],
             confidence="depends", culprit=names[0] if names else None, culprits=names,
             how_to_tell="Should the later loss be computed with the weights before or after the step?")
-    text = w.site.code()
     inner = f" inside the library call at {w.inner}" if w.inner is not None else ""
-    new = _out_of_place_line(text) if w.inner is None else None
+    through_detach = w.tensor is not None and (t := w.tensor()) is not None and not t.requires_grad and \
+        f.written is not None and f.written.requires_grad
+    edits, said = [], []
+    for site in dict.fromkeys(x.site for x in f.writes if not x.optimizer_step):
+        text = site.code()
+        new = _out_of_place_line(text) if w.inner is None else None
+        if new is not None:
+            edits.append(Edit(site.file, site.line, (_indent(site) + new,)))
+            said.append(f"`{new}` at {site.short()}")
+            continue
+        copy = _copy_before_write(site)
+        if copy is not None:
+            edits.append(copy[1])
+            said.append(f"`{copy[0]}` just before {site.short()}")
+    kind = "no-data-write" if through_detach else "out-of-place"
     opts = []
-    if new is not None:
-        opts.append(Option("", f"Write it out of place: `{new}` at {w.site.short()}.",
+    if said:
+        opts.append(Option("", "Write out of place, or into a copy: " + "; ".join(said) + ".",
                            "The saved tensor keeps its value; a new tensor holds the result (a little more memory).",
-                           (Edit(w.site.file, w.site.line, (_indent(w.site) + new,)),), kind="out-of-place"))
+                           tuple(edits) if len(said) == len(dict.fromkeys(x.site for x in f.writes)) else (),
+                           kind=kind))
     else:
-        target = names[0] if names else "the tensor"
-        opts.append(Option("", f"Give the write a copy: write into `{target}.clone()` (or pass `inplace=False`) "
-                               f"at {w.site.short()}{inner}.",
-                           "The saved tensor keeps its value; the copy costs its size in memory.", kind="out-of-place"))
+        target = f"`{names[0]}.clone()`" if names else "a copy (`.clone()`) of the tensor"
+        opts.append(Option("", f"Give the write a copy: write into {target}, or pass `inplace=False` to "
+                               f"the module or function that writes, at {w.site.short()}{inner}.",
+                           "The saved tensor keeps its value; the copy costs its size in memory.", kind=kind))
+    how = (" through a tensor that autograd does not track (made by .detach() or .data), which shares its memory"
+           if through_detach else "")
     return Finding(
         "inplace-write",
-        f"`{w.op}` at {w.site.short()}{inner} wrote in place into a tensor{name_words} that the graph had saved "
-        f"(version {w.before} -> {w.after}); backward needs it as it was.",
+        f"`{w.op}` at {w.site.short()}{inner} wrote in place{how} into a tensor{name_words} that the graph had "
+        f"saved (version {w.before} -> {w.after}); backward needs it as it was.",
         evidence=[f"The write was recorded at {w.site}: the tensor's version went from {w.before} to {w.after}."]
-        + ([f"Later writes: {len(f.writes) - 1} more."] if len(f.writes) > 1 else []),
+        + ([f"{len(f.writes) - 1} more write(s) to it were recorded, at "
+            + ", ".join(x.site.short() for x in f.writes[:-1]) + "."] if len(f.writes) > 1 else []),
         options=opts, confidence="certain", culprit=names[0] if names else None, culprits=names)
 
 
