@@ -384,15 +384,16 @@ def rule_read_after_backward(f: Facts) -> Finding | None:
     if f.error != "second time" or f.failed is not None or f.freer is None:
         return None
     where = f.raised_at
-    opts = []
+    opts = [Option("", f"Read what you need before {f.freer.words()}.",
+                   "Nothing is kept longer than the backward needs.", kind="read-before-backward")]
     r = _retain_option(f, consequence="The buffers stay in memory until you have read them.")
     if r:
+        r.fix = "Or keep " + r.fix[len("Keep "):]
+        r.kind = "keep-graph"
         opts.append(r)
-    opts.append(Option("", f"Or read what you need before {f.freer.words()}.",
-                       "Nothing is kept longer than the backward needs.", kind="retain-or-sum"))
     return Finding(
         "read-after-backward",
-        f"Line {where.short() if where else '?'} reads the saved tensors of {_freed_words(f)} after "
+        f"The line {where if where else '(not recorded)'} reads the saved tensors of {_freed_words(f)} after "
         f"{f.freer.words()} freed them.",
         evidence=[f"{f.freer.words()} ran without retain_graph and released the saved tensors of "
                   f"{f.freer.released} node(s), {f.stop.name()} among them."],

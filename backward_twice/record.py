@@ -102,7 +102,7 @@ class Call:
     roots: tuple = ()         # weak references to the tensors it was called on
 
     def words(self) -> str:
-        what = "loss.backward()" if self.kind == "backward" else "torch.autograd.grad()"
+        what = "backward()" if self.kind == "backward" else "torch.autograd.grad()"
         return f"the {what} call at {self.site}"
 
 

@@ -36,3 +36,23 @@ def same_error(rank, world_size):
     time.sleep(0.5 if rank == 0 else 0.0)
     raise RuntimeError("Expected to mark a variable ready only once. This error is caused by ... "
                        f"(seen on rank {rank})")
+
+
+def ddp_step(rank, world_size, recorded):
+    """One DDP step of a Linear on gloo, under backward_twice's recorder or not: the gradients (issue 27)."""
+    import torch
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    from backward_twice.record import Recorder
+
+    torch.manual_seed(0)
+    model = DDP(torch.nn.Linear(4, 2))
+    x = torch.randn(6, 4) + rank
+    rec = Recorder() if recorded else None
+    if rec is not None:
+        with rec:
+            model(x).pow(2).mean().backward()
+        assert rec.calls and rec.calls[0].kind == "backward"
+    else:
+        model(x).pow(2).mean().backward()
+    return [p.grad.clone() for p in model.parameters()]
