@@ -479,6 +479,54 @@ def _root_paths(f: Facts):
     return [(p, t, None, None) for p, t in f.named if t is f.root]
 
 
+def _shared_detach_options(f: Facts) -> list:
+    """For a named tensor both losses use: detach it where the earlier loss uses it, if that loss
+    should not train what made it (a peer network's output; a GAN's D step)."""
+    if f.root is None or f.root.grad_fn is None:
+        return []
+    failing = set(_nodes(f.root.grad_fn, 20_000))
+    freer_roots = [r() if callable(r) else r for r in f.freer.roots]
+    freer_nodes = [fn for r in freer_roots if r is not None and r.grad_fn is not None for fn in _nodes(r.grad_fn, 20_000)]
+    freer_set = set(freer_nodes)
+    failing_roots = [f.root]
+    out, done, both = [], set(), []
+    for path, t in f.named:
+        fn = t.grad_fn
+        if fn is None or _is_param_like(t) or t is f.root or fn not in failing or fn not in freer_set or path in done:
+            continue
+        if not re.fullmatch(r"\w+", path) or not _reaches_leaf([fn], None):
+            continue
+        for user in freer_nodes:              # where the earlier loss alone uses it
+            if user in failing or not any(n is fn and i == t.output_nr for n, i in user.next_functions):
+                continue
+            m = made_at(user)
+            got = _detach_at_use(m[0], path) if m is not None and m[0] is not None else None
+            if got is not None and _trains_without(f.freer, fn):
+                done.add(path)
+                both.append((path, m[0], got))
+                out.append(Option(f"if the loss of {f.freer.site.short()} should not train what made `{path}`",
+                                  f"Detach it where that loss uses it: write `{got[0]}` at {m[0].short()}.",
+                                  "That loss's gradient stops at it; the other loss still trains through it.",
+                                  (got[1],), kind="detach-at-use"))
+                break
+        for user in failing:                  # where the later loss alone uses it
+            if user in freer_set or not any(n is fn and i == t.output_nr for n, i in user.next_functions):
+                continue
+            m = made_at(user)
+            got = _detach_at_use(m[0], path) if m is not None and m[0] is not None else None
+            if got is not None and _reaches_leaf([r.grad_fn for r in failing_roots], fn):
+                both.append((path, m[0], got))
+                break
+    lines = {site.line for _, site, _ in both}
+    if len(both) >= 2 and len(lines) == len(both) and len({p for p, _, _ in both}) == len(both):
+        out.insert(0, Option("if each loss should train only its own network (the other's output is a constant to "
+                             "agree with)", "Detach each shared output where the other loss uses it: "
+                             + "; ".join(f"write `{g[0]}` at {site.short()}" for _, site, g in both) + ".",
+                             "Each loss's gradient stops at the other network's output.",
+                             tuple(g[1] for _, _, g in both), kind="detach-at-use"))
+    return out[:3]
+
+
 def rule_step_between(f: Facts) -> Finding | None:
     """optimizer.step() ran between the backward that freed the graph and the one that failed."""
     if f.error != "second time" or f.failed is None or f.freer is None or not f.stepped:
@@ -498,6 +546,7 @@ def rule_step_between(f: Facts) -> Finding | None:
                    + (f" (`{keep[0]}`)" if keep else "") + ".",
                    "Both gradients are computed with the same weights; the step then applies them.",
                    move, kind="backward-before-step"),
+            *_shared_detach_options(f),
             Option("if the second loss should see the weights after the step (the usual alternating "
                    "GAN or actor-critic update)",
                    f"Compute the second loss again after {s.site.short()}: run its forward pass anew.",
@@ -526,6 +575,12 @@ def rule_shared_graph(f: Facts) -> Finding | None:
     r = _retain_option(f)
     if r:
         opts.append(r)
+    peers = _shared_detach_options(f)
+    if peers:
+        opts[0].condition = "if both losses should train the part they share"
+        if r:
+            r.condition = opts[0].condition
+    opts += peers
     return Finding(
         "shared-graph",
         f"Both losses were built before {f.freer.words()}, which freed the buffers of {_freed_words(f)}; "
@@ -534,7 +589,8 @@ def rule_shared_graph(f: Facts) -> Finding | None:
         + ([f"`{f.steps_between[0].site.code()}` at {f.steps_between[0].site.short()} ran in between, but changed "
             "no parameter this graph uses, so keeping the graph is safe."] if f.steps_between
            else ["No optimizer step ran in between."]),
-        options=opts, confidence="certain")
+        options=opts, confidence="depends" if peers else "certain",
+        how_to_tell="Should the loss of the first call train what made the tensor both losses use?" if peers else "")
 
 
 def rule_reused_after_backward(f: Facts) -> Finding | None:
@@ -860,7 +916,7 @@ def rule_inplace_recorded(f: Facts) -> Finding | None:
         f"`{w.op}` at {w.site.short()}{inner} wrote in place{how} into a tensor{name_words} that the graph had "
         f"saved (version {w.before} -> {w.after}); backward needs it as it was.",
         evidence=[f"The write was recorded at {w.site}: the tensor's version went from {w.before} to {w.after}."]
-        + ([f"{len(f.writes) - 1} more write(s) to it were recorded, at "
+        + ([f"Also recorded: {len(f.writes) - 1} more write(s) to it, at "
             + ", ".join(x.site.short() for x in f.writes[:-1]) + "."] if len(f.writes) > 1 else []),
         options=opts, confidence="certain", culprit=names[0] if names else None, culprits=names)
 
@@ -883,15 +939,34 @@ def rule_unknown(f: Facts) -> Finding | None:
                    confidence="depends")
 
 
+# the rule ids a Finding may carry, in the order of RULES (one function may give one of two ids)
+RULE_NAMES = ("read-after-backward", "grad-freed-graph", "running-total", "step-between-backwards",
+              "shared-graph", "carried-across-steps", "computed-once", "reused-after-backward",
+              "inplace-optimizer-step", "inplace-write", "not-recorded")
 RULES = [rule_read_after_backward, rule_grad_freed, rule_running_total, rule_step_between,
          rule_shared_graph, rule_reused_after_backward, rule_inplace_recorded, rule_unknown]
+
+
+def _cap(text: str) -> str:
+    return text[:1].upper() + text[1:] if text else text
+
+
+def _capitalised(found: Finding) -> Finding:
+    """Each sentence starts with a capital (many start with a call's words: "the backward() call ...")."""
+    found.cause = _cap(found.cause)
+    found.evidence = [_cap(e) for e in found.evidence]
+    found.how_to_tell = _cap(found.how_to_tell)
+    for o in found.options:
+        o.fix, o.consequence = _cap(o.fix), _cap(o.consequence)
+    return found
 
 
 def diagnose(f: Facts) -> Finding:
     for rule in RULES:
         found = rule(f)
         if found is not None:
-            return found
+            assert found.rule in RULE_NAMES, found.rule
+            return _capitalised(found)
     raise AssertionError("rule_unknown always fires")
 
 

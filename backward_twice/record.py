@@ -83,7 +83,7 @@ class Site:
         return f"{os.path.basename(name)}:{self.line}"
 
     def __str__(self) -> str:
-        text = self.text()
+        text = self.code()
         return f"{self.short()} `{text}`" if text else self.short()
 
 
