@@ -391,13 +391,15 @@ def rule_read_after_backward(f: Facts) -> Finding | None:
         r.fix = "Or keep " + r.fix[len("Keep "):]
         r.kind = "keep-graph"
         opts.append(r)
+    m = re.search(r"([A-Za-z_][\w.]*)\.grad_fn\b", where.code() if where else "")
+    who = [m.group(1)] if m else []
     return Finding(
         "read-after-backward",
         f"The line {where if where else '(not recorded)'} reads the saved tensors of {_freed_words(f)} after "
         f"{f.freer.words()} freed them.",
         evidence=[f"{f.freer.words()} ran without retain_graph and released the saved tensors of "
                   f"{f.freer.released} node(s), {f.stop.name()} among them."],
-        options=opts, confidence="certain")
+        options=opts, confidence="certain", culprit=who[0] if who else None, culprits=who)
 
 
 def rule_grad_freed(f: Facts) -> Finding | None:
@@ -477,6 +479,19 @@ def _param_names(f: Facts, params) -> list:
 
 def _root_paths(f: Facts):
     return [(p, t, None, None) for p, t in f.named if t is f.root]
+
+
+def _shared_named(f: Facts) -> list:
+    """Your names for tensors that both losses use (not parameters), the most recently made first."""
+    if f.root is None or f.root.grad_fn is None:
+        return []
+    failing = set(_nodes(f.root.grad_fn, 20_000))
+    freer = {fn for r in f.freer.roots if (t := r() if callable(r) else r) is not None and t.grad_fn is not None
+             for fn in _nodes(t.grad_fn, 20_000)}
+    out = [(p, t) for p, t in f.named if t.grad_fn is not None and not _is_param_like(t) and t is not f.root
+           and t.grad_fn in failing and t.grad_fn in freer]
+    out.sort(key=lambda pt: (-pt[1].grad_fn._sequence_nr(), len(pt[0])))
+    return list(dict.fromkeys(p for p, _ in out))[:4]
 
 
 def _shared_detach_options(f: Facts) -> list:
@@ -575,6 +590,7 @@ def rule_shared_graph(f: Facts) -> Finding | None:
     r = _retain_option(f)
     if r:
         opts.append(r)
+    shared = _shared_named(f)
     peers = _shared_detach_options(f)
     if peers:
         opts[0].condition = "if both losses should train the part they share"
@@ -589,7 +605,8 @@ def rule_shared_graph(f: Facts) -> Finding | None:
         + ([f"`{f.steps_between[0].site.code()}` at {f.steps_between[0].site.short()} ran in between, but changed "
             "no parameter this graph uses, so keeping the graph is safe."] if f.steps_between
            else ["No optimizer step ran in between."]),
-        options=opts, confidence="depends" if peers else "certain",
+        options=opts, confidence="depends" if peers else "certain", culprit=shared[0] if shared else None,
+        culprits=shared,
         how_to_tell="Should the loss of the first call train what made the tensor both losses use?" if peers else "")
 
 
@@ -631,7 +648,7 @@ def rule_reused_after_backward(f: Facts) -> Finding | None:
                 f"({_freed_words(f)}).",
                 evidence=[f"Carried: {carried_words}; each is made again in every step from its value in "
                           "the step before."],
-                options=opts, confidence="depends", culprit=names[0], culprits=list(groups),
+                options=opts, confidence="depends", culprit=list(groups)[0], culprits=list(groups),
                 how_to_tell="Should the gradient of this step's loss reach back into the earlier steps? "
                             "If it should, keep those graphs (retain_graph=True), at a memory cost that grows "
                             "with every step.")
@@ -670,7 +687,7 @@ def rule_reused_after_backward(f: Facts) -> Finding | None:
             f"the loop, and every step's loss uses {'them' if len(groups) > 1 else 'it'}; {f.freer.words()} "
             f"freed {'their' if len(groups) > 1 else 'its'} buffers in the first step.",
             evidence=[f"Made once: {carried_words}; that line has not run again since."],
-            options=opts, confidence="depends", culprit=names[0], culprits=list(groups),
+            options=opts, confidence="depends", culprit=list(groups)[0], culprits=list(groups),
             how_to_tell="Should each step's loss train what computes it?")
     # two different backward lines: a later loss reuses part an earlier loss's backward freed
     opts = []
@@ -707,7 +724,7 @@ def rule_reused_after_backward(f: Facts) -> Finding | None:
         "reused-after-backward",
         f"{', '.join(f'`{n}`' for n in groups)}, made before {f.freer.words()}, {'are' if len(groups) > 1 else 'is'} "
         f"used again by {f.failed.words()}; that first call freed {_freed_words(f)}.",
-        evidence=evidence, options=opts, confidence="depends", culprit=names[0], culprits=list(groups),
+        evidence=evidence, options=opts, confidence="depends", culprit=list(groups)[0], culprits=list(groups),
         how_to_tell="Which networks should each of the two losses train?")
 
 
@@ -883,8 +900,9 @@ def rule_inplace_recorded(f: Facts) -> Finding | None:
             confidence="depends", culprit=names[0] if names else None, culprits=names,
             how_to_tell="Should the later loss be computed with the weights before or after the step?")
     inner = f" inside the library call at {w.inner}" if w.inner is not None else ""
-    through_detach = w.tensor is not None and (t := w.tensor()) is not None and not t.requires_grad and \
-        f.written is not None and f.written.requires_grad
+    t = w.tensor() if w.tensor is not None else None
+    through_detach = t is not None and not t.requires_grad and any(
+        u.requires_grad and _storage(u) == w.storage for _, u in f.named)
     edits, said = [], []
     for site in dict.fromkeys(x.site for x in f.writes if not x.optimizer_step):
         text = site.code()

@@ -13,5 +13,19 @@ def test_tool_meets_the_targets_on_the_corpus():
     f = score.figures(results)
     assert f["programs"] >= 30
     assert f["culprit"] >= score.TARGETS["culprit"], report
-    assert f["fix_kind"] >= score.TARGETS["fix_kind"], report
+    assert score.figures(score.issue19(results))["fix_kind"] >= score.TARGETS["fix_kind"], report
+    assert f["fix_offered"] >= score.TARGETS["fix_offered"], report
     assert f["confidently_wrong"] == score.TARGETS["confidently_wrong"], report
+
+
+def test_recorded_mode_meets_the_targets_on_the_corpus():
+    """Issue 27: every program run under the recorder and diagnosed from the record. It names every
+    variable that carries the graph (`culprits`); the label's is among them in 90% of the programs
+    when this was written, the first named in 84% (a gap, in docs/diagnosis.md)."""
+    results = score.score_recorded()
+    report = score.table(results) + "\n\n" + score.summary(results)
+    print(report)
+    f = score.figures(results)
+    assert f["programs"] >= 50, report      # culprit naming is reported, not a target here: docs/diagnosis.md
+    assert f["fix_offered"] >= score.TARGETS["fix_offered"], report
+    assert f["confidently_wrong"] == 0, report

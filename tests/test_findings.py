@@ -9,9 +9,9 @@ import re
 
 import pytest
 import torch
+from diagnosis_corpus import harness, remedy
 
 from backward_twice import findings
-from diagnosis_corpus import harness, remedy
 
 # the rule that must fire on each development program (adding a rule: one function, one entry in
 # findings.RULES, one program here)
