@@ -173,7 +173,7 @@ def _second_time(f: Facts) -> None:
         # the reused value itself, or a state made again at the line (and output) that made it: h = cell(x, h)
         if (fn, out) in used or (fn not in f.old and m is not None and (m[0], fn.name(), out) in boundary):
             seen.add(path)    # every path: rebinding `mem` leaves `lif1.mem` holding the graph
-            f.carriers.append((path, t, m[0] if m else None, m[1] if m else None))
+            f.carriers.append((path, t, _assigned_at(path, m) if m else None, m[1] if m else None))
     f.carriers.sort(key=lambda c: (len(c[0]), c[0]))
     # where the freer's own graph used each carrier: the line of a node of that graph that takes it
     freer_nodes = [fn for r in f.freer.roots if (t := r() if callable(r) else r) is not None
@@ -190,6 +190,16 @@ def _second_time(f: Facts) -> None:
         f.steps_between = [s for s in f.rec.opt_steps if f.freer.step <= s.step < f.failed.step]
         leaves = {id(fn.variable) for fn in nodes if type(fn).__name__ == "AccumulateGrad"}
         f.stepped = [p for s in f.steps_between for r in s.params if (p := r()) is not None and id(p) in leaves]
+
+
+def _assigned_at(path: str, m) -> Site | None:
+    """Of the line that made a value and the lines that called it, the one that assigns `path`
+    (`text_emb = Embedder()(texts)`, not the `return` inside the embedder); else the line that made it."""
+    last = re.split(r"[.\[]", path)[-1].strip("]'\"") if not re.fullmatch(r"\w+", path) else path
+    for site in (m[0], *(m[3] if len(m) > 3 else ())):
+        if site is not None and re.search(rf"(?<![\w]){re.escape(last)}\b[^=]*(?<![=!<>])=(?!=)", site.code()):
+            return site
+    return m[0]
 
 
 def _is_param_like(t) -> bool:
@@ -706,6 +716,7 @@ def rule_reused_after_backward(f: Facts) -> Finding | None:
     later = _rebuild_from_detached(f)     # the later loss should not train what made the input of it
     if later is not None:
         opts.append(later)
+    opts += [o for o in _shared_detach_options(f) if o.fix not in {x.fix for x in opts}]
     if not f.steps_between:
         opts.append(_sum_option(f))
     if not unsafe:
@@ -817,12 +828,12 @@ def _line_ran_since(f: Facts, site: Site) -> bool:
     for _path, t in f.named:
         fn = t.grad_fn
         m = made_at(fn) if fn is not None else None
-        if m is not None and m[0] == site and m[2] > before:
+        if m is not None and (m[0] == site or site in m[3]) and m[2] > before:
             return True
     root = f.root.grad_fn if f.root is not None else None
     for fn in (_nodes(root, 5_000) if root is not None else []):
         m = made_at(fn)
-        if m is not None and m[0] == site and m[2] > before:
+        if m is not None and (m[0] == site or site in m[3]) and m[2] > before:
             return True
     return False
 
@@ -862,13 +873,14 @@ def _out_of_place_line(text: str) -> str | None:
 
 
 def _copy_before_write(site: Site) -> tuple[str, Edit] | None:
-    """For `x[i] = v` (or `x.op_(...)` with no out-of-place form): write into a copy, `x = x.clone()`
-    on the line before."""
-    m = re.match(r"(?P<base>[A-Za-z_][\w.]*)\s*\[", site.code())
+    """For `x[i] = v`: compute the value first, then write it into a copy of x (the value may read x,
+    and what computes it may save a view of x): three lines in place of one."""
+    m = re.fullmatch(r"(?P<base>[A-Za-z_][\w.]*)(?P<idx>\[.+\])\s*=\s*(?P<rhs>[^=].*)", site.code())
     if m is None:
         return None
-    line = f"{m.group('base')} = {m.group('base')}.clone()"
-    return line, Edit(site.file, site.line, (_indent(site) + line,), insert=True)
+    base, tmp = m.group("base"), m.group("base").replace(".", "_") + "_value"
+    lines = (f"{tmp} = {m.group('rhs').strip()}", f"{base} = {base}.clone()", f"{base}{m.group('idx')} = {tmp}")
+    return "; ".join(lines), Edit(site.file, site.line, tuple(_indent(site) + x for x in lines))
 
 
 def rule_inplace_recorded(f: Facts) -> Finding | None:
@@ -914,7 +926,7 @@ def rule_inplace_recorded(f: Facts) -> Finding | None:
         copy = _copy_before_write(site)
         if copy is not None:
             edits.append(copy[1])
-            said.append(f"`{copy[0]}` just before {site.short()}")
+            said.append(f"`{copy[0]}` in place of {site.short()}")
     kind = "no-data-write" if through_detach else "out-of-place"
     opts = []
     if said:

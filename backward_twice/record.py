@@ -183,6 +183,24 @@ def caller_sites(depth: int = 2) -> tuple[Site | None, Site | None]:
     return inner, None
 
 
+def outer_sites(limit: int = 4) -> tuple:
+    """The user's lines that called the user's line of this op (a module's forward is called from
+    `emb = Embedder()(texts)`): up to `limit`, innermost first, for naming where a value was
+    assigned."""
+    frame, out, seen_user = sys._getframe(2), [], False
+    while frame is not None and len(out) < limit:
+        name = frame.f_code.co_filename
+        kind = _KINDS.get(name)
+        if kind is None:
+            kind = _KINDS[name] = _kind_of(name)
+        if kind == 2:
+            if seen_user:
+                out.append(_site(frame))
+            seen_user = True
+        frame = frame.f_back
+    return tuple(out)
+
+
 _BACKWARDS = {torch.Tensor.backward: "backward", torch.autograd.backward: "backward",
               torch.autograd.grad: "autograd.grad"}
 _PASS = {torch.Tensor.grad.__get__, torch.Tensor._version.__get__, torch.Tensor.requires_grad.__get__,
@@ -232,7 +250,8 @@ def _tag(fn, fact, budget: int = 4096) -> None:
 
 
 def made_at(fn):
-    """(Site, step) the recorder stored on node `fn`, or None."""
+    """(the Site that made node `fn`, the optimizer steps before, the backward calls before, the
+    user's lines that called that line) as the recorder stored it, or None."""
     try:
         return fn.metadata.get(META)
     except Exception:
@@ -331,7 +350,7 @@ class Recorder(TorchFunctionMode):
                         if META not in meta:
                             if site is None:
                                 site, inner = caller_sites()
-                            _tag(fn, (site, self.step, self.n_calls))
+                            _tag(fn, (site, self.step, self.n_calls, outer_sites()))
         return out
 
     def _write(self, func, t, before, after, site, inner) -> None:
@@ -384,7 +403,7 @@ class Recorder(TorchFunctionMode):
         if create and kind == "autograd.grad":
             for o in (out if isinstance(out, (tuple, list)) else (out,)):
                 if isinstance(o, torch.Tensor) and o.grad_fn is not None:
-                    _tag(o.grad_fn, (site, self.step, self.n_calls), budget=10_000)
+                    _tag(o.grad_fn, (site, self.step, self.n_calls, ()), budget=10_000)
         self._age()
         return out
 

@@ -55,7 +55,7 @@ def test_it_records_the_line_of_each_node_the_call_that_freed_it_and_the_steps(t
     assert rec.failed.site.line == _line_of("loss.backward()", src) and rec.failed.step == 1
     # the node of `h` in this step, and the older one it uses, both made by the line `h = ...`
     fn = ns["h"].grad_fn
-    site, step, calls_before = made_at(fn)
+    site, step, calls_before, _callers = made_at(fn)
     assert site.file == str(path) and site.line == _line_of("h = torch.tanh", src) and (step, calls_before) == (1, 1)
     assert site.text() == "h = torch.tanh(h * w + 1)"
     old = fn
@@ -63,7 +63,7 @@ def test_it_records_the_line_of_each_node_the_call_that_freed_it_and_the_steps(t
         old = next(n for n, _ in old.next_functions if n is not None and type(n).__name__ != "AccumulateGrad")
     first = rec.calls[0]
     assert freed_by(old) is first and first.kind == "backward" and not first.retain_graph and first.released == 3
-    assert made_at(old)[1:] == (0, 0)                     # made in the first step, before any backward
+    assert made_at(old)[1:3] == (0, 0)                    # made in the first step, before any backward
     # the optimizer step: its line, and that it changed w (also seen as a write of w by the step)
     s0 = rec.opt_steps[0]
     assert s0.site.line == _line_of("opt.step()", src) and s0.changed == 1 and s0.params[0]() is ns["w"]
