@@ -8,7 +8,9 @@ diagnosis of "Trying to backward through the graph a second time" and in-place e
 
 In a notebook or IPython, `%load_ext backward_twice` registers `%why_backward`; in a script,
 `python -m backward_twice train.py [args]` prints the diagnosis after the traceback; in code,
-`bt.explain(err)` explains a caught exception. docs/own_code.md has the three routes.
+`bt.explain(err)` explains a caught exception, and `with bt.record() as rec:` records what a
+diagnosis needs (which line made each node, which call freed which buffers, which line wrote in
+place). docs/own_code.md has the routes.
 
 The public API is `__all__`; every other name is internal and may change. Names load lazily
 (`backward_twice.<module>` is imported on first use): `import backward_twice` imports torch only
@@ -27,6 +29,7 @@ _WHERE = {
     "legend": "picture.palette", "shown_px": "picture.layout", "SCREEN_PX": "modules",
     # the diagnosis: of a caught exception, of the last error in IPython, and its pictures
     "explain": "diagnose", "why_backward_failed": "diagnose", "enable_magic": "diagnose",
+    "record": "recorder", "Recorder": "recorder",
     "StepClock": "diagnosis_picture", "draw_steps": "diagnosis_picture",
     # reading the graph and its memory. `snapshot` is the module backward_twice.snapshot (the data a
     # walk records, and its formatters), never the function: importing that submodule binds its name

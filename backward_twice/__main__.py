@@ -60,7 +60,7 @@ def main(argv: list[str]) -> int:
     if not as_module:
         sys.path.insert(0, os.path.dirname(os.path.abspath(target)))  # noqa: TID251 - as `python train.py` does
     if record:
-        from .record import record as recording
+        from .recorder import record as recording
 
         recorder = recording()
     else:

@@ -581,6 +581,9 @@ def why_backward_failed(what=None, *, names=None, max_nodes: int = 30, clock: St
     carries the old graph; in IPython the user namespace is used by default; inside a function
     pass names=locals() (without names, the locals of the traceback's frame are read).
     clock: a StepClock ticked at the top of each step (opt-in): when each part was made, exactly.
+    recorder: the backward_twice.recorder.Recorder that ran the failing code (found by itself for
+    an error raised under `record()`, `%%why_backward`, `%why_backward on` or `python -m
+    backward_twice`): the diagnosis then states recorded facts (backward_twice.findings).
     max_nodes: a graph of at most this many nodes that fits the notebook's width is drawn whole;
     otherwise the picture is drawn around the stop, the rest counted in one box. The analysis
     always sees the whole graph. It is 30 by default, not draw()'s 300, on purpose: the picture
@@ -725,7 +728,7 @@ DECIDED_AFTER_THE_FACT = ("accumulate-number", "reset-per-episode")
 
 
 def _recorder_for(err):
-    from . import record
+    from . import recorder as record
 
     return record.recorder_for(err)
 
@@ -1943,7 +1946,7 @@ def _about(err) -> bool:
 
 def _recording(ip, on: bool) -> str:
     """`%why_backward on` / `off`: record every cell from the next one on, as `%pdb on` does."""
-    from .record import Recorder
+    from .recorder import Recorder
 
     if on and _SESSION["recorder"] is None:
         rec = _SESSION["recorder"] = Recorder()
@@ -2009,7 +2012,7 @@ def load_ipython_extension(ip) -> None:
 def _run_recorded(ip, cell: str):
     """%%why_backward: the cell runs as usual under the recorder; its error shows its traceback,
     then the diagnosis built from the record."""
-    from .record import Recorder
+    from .recorder import Recorder
 
     rec = Recorder()
     with rec:

@@ -1,4 +1,4 @@
-"""A recorded diagnosis: facts first (from backward_twice.record), then rules that are data.
+"""A recorded diagnosis: facts first (from backward_twice.recorder), then rules that are data.
 
 `gather(err, recorder, names)` reads what the recorder saw and the graph behind the failed call
 into `Facts`; `RULES` is an ordered list of small functions over those facts, each returning a
@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import torch
 
 from .names import named_tensors
-from .record import Call, Recorder, Site, freed_by, made_at
+from .recorder import Call, Recorder, Site, freed_by, made_at
 
 RECORD_HINT = ("to record it, run `%why_backward on` (or `python -m backward_twice`, or "
                "`with backward_twice.record():`), then run again from the cell that builds the graph")
@@ -115,7 +115,7 @@ def _calls_before(fn) -> int | None:
 
 
 def _user_line(tb) -> Site | None:
-    from .record import _kind_of
+    from .recorder import _kind_of
 
     best = None
     while tb is not None:
@@ -461,18 +461,19 @@ def rule_running_total(f: Facts) -> Finding | None:
     new = text[:m2.start()] + f"{name} += {added}.item()" if m2 else f"{name} += loss.item()"
     edits = ()
     step_loss = added.strip("()")
+    step_call = f"{step_loss}.backward()" if re.fullmatch(r"[\w.]+", step_loss) else f"({step_loss}).backward()"
     if _backward_expr(f.failed.site) == name and m[0].file == f.failed.site.file:
         edits = (Edit(m[0].file, m[0].line, (_indent(m[0]) + new,)),
-                 Edit(f.failed.site.file, f.failed.site.line, (_indent(f.failed.site) + f"({step_loss}).backward()",)))
+                 Edit(f.failed.site.file, f.failed.site.line, (_indent(f.failed.site) + step_call,)))
     opts = [Option("",
                    f"Keep the total as a number: write `{new}` at {m[0].short()}, and call backward() on "
-                   f"each step's own loss (`({step_loss}).backward()`).",
+                   f"each step's own loss (`{step_call}`).",
                    "Each backward runs through its own step only; the total is for printing.", edits,
                    kind="accumulate-number")]
     return Finding(
         "running-total",
         f"`{name}` adds each step's loss to the total of the steps before, so {f.failed.words()} runs "
-        f"back into the earlier steps, whose buffers {f.freer.words()} freed.",
+        "back into the earlier steps, whose buffers that same line freed in the step before.",
         evidence=[f"`{name}` was made at {m[0]} in each step; the node missing its buffers, {_freed_words(f)}, "
                   "comes from an earlier step."],
         options=opts, confidence="certain", culprit=name, culprits=[name])

@@ -842,6 +842,10 @@ def check(res) -> list:
     <= 1.0 x torchviz). The full suite's ratio is reported, not asserted: it includes the
     browser tests (JupyterLab and the site in Chromium), whose cost does not scale with notebooks."""
     problems = []
+    if "recorder" in res:
+        from scripts import bench_recorder
+
+        problems += bench_recorder.check(res["recorder"])
     if "suite" in res:
         if res["suite"]["exit"] != 0:
             problems.append(f"the suite failed: {res['suite']['summary']}")
@@ -880,7 +884,7 @@ def check(res) -> list:
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--only", choices=["suite", "renderer", "layout", "depth"], action="append",
+    ap.add_argument("--only", choices=["suite", "renderer", "layout", "depth", "recorder"], action="append",
                     help="run only these parts (repeatable); default: all three")
     ap.add_argument("--repeat", type=int, metavar="N", default=0,
                     help="also run the full suite N times under xdist and once serially")
@@ -916,6 +920,12 @@ def main(argv=None):
 
 
         res["machine"]["torch"] = torch.__version__
+    if "recorder" in parts:
+        from scripts import bench_recorder
+
+        say("the recorder's cost per training step (plain / do-nothing mode / recorder / anomaly mode) ...")
+        res["recorder"] = bench_recorder.recorder_bench()
+        say(bench_recorder.report(res["recorder"]))
     if "renderer" in parts:
         say("renderer vs torchviz ...")
         res["renderer"] = renderer_bench()

@@ -43,7 +43,7 @@ def ddp_step(rank, world_size, recorded):
     import torch
     from torch.nn.parallel import DistributedDataParallel as DDP
 
-    from backward_twice.record import Recorder
+    from backward_twice.recorder import Recorder
 
     torch.manual_seed(0)
     model = DDP(torch.nn.Linear(4, 2))

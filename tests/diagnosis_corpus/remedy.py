@@ -34,7 +34,7 @@ def apply_edits(src: str, file: str, edits) -> str | None:
 
 def run_source(src: str, path: pathlib.Path, record: bool = False):
     """(namespace, exception or None, recorder or None) of running `src` as the program at `path`."""
-    from backward_twice.record import Recorder
+    from backward_twice.recorder import Recorder
 
     ns = {"__name__": "__corpus__", "__file__": str(path)}
     rec = Recorder() if record else None

@@ -2,7 +2,7 @@
 
     with backward_twice.record() as rec:     # or %%why_backward, %why_backward on, python -m backward_twice
         train()
-    # if train() raised one of the two errors: print(rec.explain())
+    # if train() raised one of the two errors: print(backward_twice.explain(err))
 
 While active, the recorder notes, for the last few steps:
 - for each autograd node made by your code, the line that made it (the first frame outside torch
@@ -152,6 +152,7 @@ def _kind_of(filename: str) -> int:
 
 
 _KINDS: dict = {}
+_RELEASES: dict = {}     # node class -> whether a plain backward releases what it saved (read once)
 _SITES: dict = {}
 
 
@@ -187,8 +188,9 @@ def outer_sites(limit: int = 4) -> tuple:
     """The user's lines that called the user's line of this op (a module's forward is called from
     `emb = Embedder()(texts)`): up to `limit`, innermost first, for naming where a value was
     assigned."""
-    frame, out, seen_user = sys._getframe(2), [], False
-    while frame is not None and len(out) < limit:
+    frame, out, seen_user, budget = sys._getframe(2), [], False, 24
+    while frame is not None and len(out) < limit and budget > 0:
+        budget -= 1
         name = frame.f_code.co_filename
         kind = _KINDS.get(name)
         if kind is None:
@@ -298,7 +300,18 @@ def _graph_nodes(roots, limit: int = 50_000) -> list:
 
 
 class Recorder(TorchFunctionMode):
-    """Record the facts a diagnosis needs (see the module's docstring). Use `record()`."""
+    """Record the facts a diagnosis needs (see the module's docstring). Use `record()`, or enter it
+    yourself (`with Recorder() as rec:`); `%why_backward on` keeps one across notebook cells.
+
+    Example (run by tests/test_docstrings.py):
+
+        >>> import torch, backward_twice as bt
+        >>> w = torch.ones(2, requires_grad=True)
+        >>> with bt.Recorder() as rec:
+        ...     (w * 2).sum().backward()
+        >>> rec.calls[0].kind, rec.calls[0].retain_graph
+        ('backward', False)
+    """
 
     def __init__(self, keep_steps: int = KEEP_STEPS):
         super().__init__()
@@ -393,8 +406,15 @@ class Recorder(TorchFunctionMode):
             call.roots = tuple(roots)        # kept alive: the diagnosis reads this graph
             self.failed = call
             raise
+        everything = kind == "backward" and kwargs.get("inputs") is None
         for fn in nodes:
-            if _released_now(fn):
+            cls = type(fn)
+            known = _RELEASES.get(cls) if everything else None
+            if known is None:
+                known = _released_now(fn)
+                if everything:       # a plain backward runs every node: a class releases, or never does
+                    _RELEASES[cls] = known
+            if known:
                 try:
                     fn.metadata[META + ".freed"] = call
                 except Exception:
@@ -468,17 +488,6 @@ class Recorder(TorchFunctionMode):
         backward, outside any backward call)."""
         return getattr(err, "_backward_twice_recorder", None) is self
 
-    def explain(self, err: BaseException | None = None, names=None):
-        """The diagnosis of `err` (default: the error of the last failed call), from the record."""
-        from .diagnose import why_backward_failed
-
-        err = err if err is not None else (self.failed.error if self.failed else None)
-        if err is None:
-            from .diagnose import Diagnosis
-
-            return Diagnosis("no error", "why_backward: nothing failed while recording.")
-        return why_backward_failed(err, names=names, recorder=self)
-
 
 def active() -> Recorder | None:
     stack = getattr(_ACTIVE, "stack", None)
@@ -498,11 +507,26 @@ def record(keep_steps: int = KEEP_STEPS):
     """Record what backward() needs to be explained exactly, for the code inside the `with`.
 
         with backward_twice.record() as rec:
-            train()                       # if it raises: rec.explain() says what happened
+            train()                       # if it raises: backward_twice.explain(err) says what happened
 
-    An error raised inside is re-raised as it was; `rec.explain()` (or `%why_backward`, or
-    `backward_twice.explain(err)`) then reads the record. keep_steps: how many recent optimizer
-    steps of records to keep (older ones are dropped; `rec.kept()` says how many)."""
+    An error raised inside is re-raised as it was; `backward_twice.explain(err)` (or `%why_backward`)
+    then finds and reads the record. keep_steps: how many recent optimizer
+    steps of records to keep (older ones are dropped; `rec.kept()` says how many).
+
+    Example (run by tests/test_docstrings.py):
+
+        >>> import torch, backward_twice as bt
+        >>> w = torch.ones(2, requires_grad=True)
+        >>> try:
+        ...     with bt.record() as rec:
+        ...         y = (w * 3).exp().sum()
+        ...         y.backward()
+        ...         y.backward()
+        ... except RuntimeError as err:
+        ...     d = bt.explain(err)
+        >>> d.rule
+        'shared-graph'
+    """
     rec = Recorder(keep_steps)
     with rec:
         try:
