@@ -350,6 +350,9 @@ class Recorder(TorchFunctionMode):
                 if site is None:
                     site, inner = caller_sites()
                 self._write(func, t, v, now, site, inner)
+                fn = t.grad_fn       # an in-place op on a tensor with a graph gives it a new node here
+                if fn is not None and torch.is_grad_enabled():
+                    _tag(fn, (site, self.step, self.n_calls, outer_sites()))
         if torch.is_grad_enabled():
             outs = out if isinstance(out, (tuple, list)) else (out,)
             for o in outs:

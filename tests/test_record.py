@@ -250,3 +250,19 @@ def test_why_backward_on_records_every_cell_from_then_on(shell, capsys):
 def test_bad_input_to_the_magic_is_said_plainly(shell):
     d = shell.run_line_magic("why_backward", "1 +")
     assert d.verdict == "bad input" and "or on / off" in d.message
+
+
+def test_an_in_place_write_into_a_tensor_with_a_graph_is_recorded_at_its_own_line(tmp_path):
+    """`bank[idx] = feats` gives `bank` a new node (IndexPutBackward0): its line is that line, not the
+    line of the next op that uses `bank` (a new user's memory-bank loop)."""
+    rec = Recorder()
+    ns, err, path = run_file(tmp_path, """
+        import torch
+        w = torch.ones(4, requires_grad=True)
+        bank = torch.zeros(3, 4)
+        bank[0] = w * 2
+        out = bank.t().sum()
+        """, rec)
+    site = made_at(ns["bank"].grad_fn)[0]
+    assert ns["bank"].grad_fn.name() == "CopySlices" and site.text() == "bank[0] = w * 2"
+    assert made_at(ns["out"].grad_fn)[0].text() == "out = bank.t().sum()"
