@@ -226,6 +226,14 @@ def _tensor_args(args, kwargs):
         yield out
 
 
+def _version(t):
+    """A tensor's version counter, or None (an inference tensor has none: reading it raises)."""
+    try:
+        return t._version
+    except Exception:
+        return None
+
+
 def _storage(t) -> int:
     try:
         return t.untyped_storage().data_ptr()
@@ -338,21 +346,21 @@ class Recorder(TorchFunctionMode):
         if kind is not None:
             return self._backward(kind, func, args, kwargs)
         tensors = list(_tensor_args(args, kwargs))
-        before = [t._version for t in tensors]
+        before = [_version(t) for t in tensors]
         out = func(*args, **kwargs)
         site = None
         for t, v in zip(tensors, before):
-            try:
-                now = t._version
-            except Exception:
-                continue
+            now = _version(t) if v is not None else None
             if now != v:
                 if site is None:
                     site, inner = caller_sites()
                 self._write(func, t, v, now, site, inner)
-                fn = t.grad_fn       # an in-place op on a tensor with a graph gives it a new node here
-                if fn is not None and torch.is_grad_enabled():
-                    _tag(fn, (site, self.step, self.n_calls, outer_sites()))
+                # an in-place op on a tensor with a graph gives it a new node here. Not read on a
+                # view: reading a view's grad_fn can raise (a view made under no_grad) or rebuild it
+                if t.requires_grad and not t._is_view() and torch.is_grad_enabled():
+                    fn = t.grad_fn
+                    if fn is not None:
+                        _tag(fn, (site, self.step, self.n_calls, outer_sites()))
         if torch.is_grad_enabled():
             outs = out if isinstance(out, (tuple, list)) else (out,)
             for o in outs:
