@@ -22,6 +22,7 @@ import torch
 
 from .names import named_tensors
 from .recorder import Call, Recorder, Site, freed_by, made_at
+from .walk import is_leaf_node
 
 RECORD_HINT = ("to record it, run `%why_backward on` (or `python -m backward_twice`, or "
                "`with backward_twice.record():`), then run again from the cell that builds the graph")
@@ -188,7 +189,7 @@ def _second_time(f: Facts) -> None:
     f.boundary_sites = boundary_sites
     if f.failed is not None:
         f.steps_between = [s for s in f.rec.opt_steps if f.freer.step <= s.step < f.failed.step]
-        leaves = {id(fn.variable) for fn in nodes if type(fn).__name__ == "AccumulateGrad"}
+        leaves = {id(fn.variable) for fn in nodes if is_leaf_node(fn)}
         f.stepped = [p for s in f.steps_between for r in s.params if (p := r()) is not None and id(p) in leaves]
 
 
@@ -748,7 +749,7 @@ def _reaches_leaf(starts, stop) -> bool:
         if fn is None or fn in seen:
             continue
         seen.add(fn)
-        if type(fn).__name__ == "AccumulateGrad":
+        if is_leaf_node(fn):
             return True
         todo.extend(n for n, _ in fn.next_functions)
     return False
@@ -770,7 +771,7 @@ def _stepped_old(f: Facts) -> list:
     if not f.steps_between:
         return []
     leaves = {id(n.variable) for fn in f.old for n, _ in fn.next_functions
-              if n is not None and type(n).__name__ == "AccumulateGrad"}
+              if n is not None and is_leaf_node(n)}
     return [p for s in f.steps_between for r in s.params if (p := r()) is not None and id(p) in leaves]
 
 

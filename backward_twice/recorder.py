@@ -39,6 +39,8 @@ from dataclasses import dataclass, field
 import torch
 from torch.overrides import TorchFunctionMode
 
+from .walk import is_leaf_node
+
 KEEP_STEPS = 4           # the records of this many recent steps are kept; older ones are dropped
 MAX_RECORDS = 512        # and never more than this many writes (or calls) in all
 META = "backward_twice"  # the key of a node's metadata that holds (the Site that made it, step)
@@ -255,7 +257,7 @@ def _tag(fn, fact, budget: int = 4096) -> None:
             continue
         meta[META] = fact
         for n, _ in f.next_functions:
-            if n is not None and type(n).__name__ != "AccumulateGrad":
+            if n is not None and not is_leaf_node(n):
                 todo.append(n)
 
 
