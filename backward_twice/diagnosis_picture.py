@@ -19,6 +19,7 @@ from . import render
 from .graph import Picture, describe
 from .names import named_tensors
 from .picture import palette
+from .picture.alt_text import alt_of, listed
 from .picture.layout import CORE_MAX_HEIGHT_PX, reads_at, shown_px, smallest_text_px
 from .trace import next_sequence_nr
 from .walk import is_leaf_node, nodes_under, snapshot_with_ids
@@ -144,7 +145,7 @@ def _stop_picture(words, snap, ids, stop, path, old_set, notes=None) -> Picture:
         lines = [f"  {ids[fn] + ' ' if fn in ids else ''}{fn.name()}: {note}"
                  + ("" if fn in ids else " (node not drawn)") for fn, note in notes.items()]
         text += "\nnotes:\n" + "\n".join(lines)
-    return Picture(render.to_dot(snap, title, marks=marks), text)
+    return Picture(render.to_dot(snap, title, marks=marks), text, alt=alt_of(snap, title))
 
 
 # Nodes coloured by the step that made them
@@ -181,8 +182,8 @@ class StepClock:
 class StepPicture(Picture):
     """A picture from `draw_steps`; `.snapshot` and `.steps` ({op id: step}) for checks."""
 
-    def __init__(self, dot, text, snap, steps):
-        super().__init__(dot, text)
+    def __init__(self, dot, text, snap, steps, alt=None):
+        super().__init__(dot, text, alt=alt)
         self.snapshot, self.steps = snap, steps
 
     def saved_states_by_step(self) -> dict:
@@ -271,6 +272,9 @@ def _step_picture(snap, ids, clock: StepClock, title, around=None) -> StepPictur
                         + ", ".join(f"{i} {snap.ops[i].name}" for i, s in steps.items() if s == k)
                         for k in used)
     dot = render.to_dot(snap, head, marks=render.Marks(fills=fills, legend=legend))
-    return StepPicture(dot, f"{head} ({key}).\n{describe(snap)}\n{by_step}", snap, steps)
+    made = " ".join(("Made before the loop" if k == 0 else f"Step {k} made") + ": "
+                    + listed([snap.ops[i].name for i, s in steps.items() if s == k]) + "." for k in used)
+    alt = f"{alt_of(snap, head)} Each op's box says which step made it. {made}"
+    return StepPicture(dot, f"{head} ({key}).\n{describe(snap)}\n{by_step}", snap, steps, alt=alt)
 
 

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 
 from . import render
 from .graph import DOT_MIME, dot_record
+from .picture.alt_text import grad_words, saved_words
 from .snapshot import GraphInputError, Role, SavedState, Snapshot, fmt_total, fmt_values
 from .trace import BackwardTrace, Step
 from .walk import snapshot, snapshot_with_ids
@@ -154,6 +155,17 @@ class Stepper:
             self._svgs[i] = _inline_svg(render.svg_from_dot(self.dot(i)))
         return self._svgs[i]
 
+    def alt(self, i: int) -> str:
+        """Frame i's text alternative: what ran (the caption's first line), then the saved
+        tensors freed and held and the gradients (picture.alt_text), the caption beside it."""
+        f = self.frames[i]
+        prev = self.frames[i - 1].snapshot if i else None
+        words = [self.caption(i).splitlines()[0] + "."]
+        now = set() if prev is None else {(op.id, s.slot) for op, s in f.snapshot.freed_since(prev)}
+        words += saved_words(f.snapshot, f.node_label if now else None, now if now else None)
+        words.append(grad_words(f.snapshot, prev))
+        return " ".join(w for w in words if w)
+
     def changing(self) -> list[int]:
         """The frames where something changes: the first, every step that released a saved tensor,
         changed a .grad or raised, and the last."""
@@ -173,7 +185,7 @@ class Stepper:
                  '<div style="display:flex;flex-wrap:wrap;gap:12px;align-items:flex-start">']
         for i in shown:
             parts.append('<figure class="bt-frame" style="margin:0;border:1px solid #ccc;padding:6px">'
-                         + render.svg_img(self.svg(i), self.caption(i).splitlines()[0]) +
+                         + render.svg_img(self.svg(i), self.alt(i)) +
                          '<figcaption><pre style="white-space:pre-wrap;max-width:42em">'
                          f"{html.escape(self.caption(i))}</pre></figcaption></figure>")
         parts.append("</div></div>")
