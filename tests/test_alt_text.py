@@ -177,3 +177,19 @@ def test_a_slide_keeps_the_alt_and_puts_the_description_under_the_picture(graph)
     said = re.search(r'<details class="bt-words"><summary>The picture in words</summary><pre tabindex="0">(.*)</pre>'
                      r"</details>$", block.html, re.S)
     assert said and html.unescape(said.group(1)) == pic.text
+
+
+def test_jupyterlab_keeps_the_figure_and_drops_aria():
+    """JupyterLab's sanitizer (untrusted outputs) keeps figure, figcaption, details, summary, pre and
+    img, and keeps no aria-* attribute: why the description is a <details>, not aria-describedby."""
+    import pathlib
+    import sys
+    static = pathlib.Path(sys.prefix) / "share" / "jupyter" / "lab" / "static"
+    found = [m for p in static.glob("*.js") for m in
+             re.findall(r'allowedTags:\[("a","abbr".*?)\]', p.read_text(errors="ignore"))]
+    if not found:
+        pytest.skip("JupyterLab is not installed")
+    tags = set(re.findall(r'"([a-z0-9]+)"', found[0]))
+    assert {"figure", "figcaption", "details", "summary", "pre", "img"} <= tags
+    allowed = [m for p in static.glob("*.js") for m in re.findall(r'"\*":\[([^\]]*)\]', p.read_text(errors="ignore"))]
+    assert allowed and not any("aria" in a or "role" in a for a in allowed)

@@ -31,6 +31,7 @@ _COLOURS = (
     ("FADED", "#b8b8b8", "unchanged, faded so the change stands out (pale frame, no fill)"),
     ("FADED_TEXT", "#6e6e6e", "the text of an unchanged, faded box (grey, 5.1:1 on white: readable)"),
     ("PAIR", "#999999", "the frame of each picture of a before/after pair"),
+    ("FOCUS", "#202020", "the keyboard focus ring of a control (the stepper's buttons and slider)"),
     ("STEP0", "#d0d0d0", "made by training step k (fill): before the loop"),
     ("STEP1", "#f6c8c0", "made by training step k (fill): step 1, or an earlier step"),
     ("STEP2", "#fff0a8", "made by training step k (fill): step 2, or this step"),
@@ -49,7 +50,7 @@ for _name, _colour, _meaning in _COLOURS:
         raise ValueError(f"palette: {_colour} means both {MEANINGS[_colour]!r} and {_meaning!r}")
     MEANINGS[_colour] = _meaning
 (LEAF, OP, NAMED, HELD, FREED, MODIFIED, VALUE, HIGHLIGHT, RAN, CHANGED, STOP, CLUSTER, EDGE, CALL_FILL, FADED,
- FADED_TEXT, PAIR) = (c for _, c, _ in _COLOURS[:17])
+ FADED_TEXT, PAIR, FOCUS) = (c for _, c, _ in _COLOURS[:18])
 STEP_FILLS = tuple(c for n, c, _ in _COLOURS if n.startswith("STEP"))
 STEP_WORDS = ("grey", "salmon", "yellow", "lime", "beige")
 SERIES = tuple(c for n, c, _ in _COLOURS if n.startswith("SERIES"))     # a chart's series, in order
@@ -116,7 +117,7 @@ class Legend:
     """The whole visual language as a table: text/plain (what nbval compares) and text/html."""
 
     def rows(self) -> list[tuple[str, str]]:
-        return [(c, MEANINGS[c]) for _, c, _ in _COLOURS if c not in (EDGE, PAIR)]
+        return [(c, MEANINGS[c]) for _, c, _ in _COLOURS if c not in (EDGE, PAIR, FOCUS)]
 
     def __repr__(self) -> str:
         return "\n".join(f"{c}  {m}" for c, m in self.rows())
