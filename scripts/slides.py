@@ -433,8 +433,10 @@ def error_block(output) -> Block:
     (error,) = pre_blocks("\n".join(textwrap.wrap(line, CODE_CHARS)) or line, "bt-error fragment",
                           extra=' data-fragment-index="0"')
     question = f'<p class="bt-predict fragment fade-out" data-fragment-index="0">{PREDICT}</p>'
+    # alone: what follows (the cell's check, expect_raised(...), its words) goes to the next slide,
+    # after the reveal: nothing on the slide gives the answer away before the click (issue 30 §5)
     return Block(f'<div class="r-stack bt-predict-stack">{question}{error.html}</div>',
-                 max(error.height, BODY_LINE * 2 + 12))
+                 max(error.height, BODY_LINE * 2 + 12), alone=True)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -480,10 +482,12 @@ def deck(nb, notes=None) -> list:
             continued()
         slides[-1].blocks.append(block)
 
+    revealed = False      # the current slide shows a revealed error's check: no new question on it
     for (cell, pieces), kind in zip(lengths.sections(nb), types):
         if kind == "skip":
             continue
-        if cell.cell_type == "markdown":            # its core part: no Going deeper or Solutions inside
+        if cell.cell_type == "markdown":
+            revealed = False            # its core part: no Going deeper or Solutions inside
             core = "\n".join(p.text for p in pieces if p.part == "core")
             for level, title, body in heading_pieces(core):
                 if level:
@@ -496,9 +500,12 @@ def deck(nb, notes=None) -> list:
                     add(block)
             continue
         errors = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
-        code = pre_blocks(cell.source, "bt-code", highlight_code=True)
+        # the %raises marker (helpers.notebook) would tell the class the answer: not shown
+        code = pre_blocks(re.sub(r"\A%raises[^\n]*\n", "", cell.source), "bt-code", highlight_code=True)
         if errors:                                # the code's last lines, the question and the error together
             unit = error_block(errors[0])
+            if revealed and slides[-1].blocks:    # the last error's check would answer this one
+                continued()
             for block in code[:-1]:
                 add(block)
             if slides[-1].blocks and slides[-1].used() + code[-1].height + unit.height > slides[-1].budget():
@@ -506,6 +513,7 @@ def deck(nb, notes=None) -> list:
             add(code[-1])
             slides[-1].blocks.append(unit)
             slides[-1].notes = notes.predict(slides[-1].key, errors[0]) if notes else ""
+            revealed = True
         else:
             for block in code:
                 add(block)
