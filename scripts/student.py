@@ -52,7 +52,8 @@ exercises have no solutions here: each check cell tells you whether your answer 
 gives a hint if not.
 
 1. Python 3.11 or newer. In this folder, make an environment and install what the notebooks need
-   (about 1 GB with torch; once):
+   (once; the download is about 2.8 GB on Linux, with torch's CUDA
+   libraries, about 0.2 GB on macOS and Windows: docs/install.md of the course):
 
        python3 -m venv .venv
        source .venv/bin/activate          # Windows: .venv\\Scripts\\activate
