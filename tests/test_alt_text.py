@@ -140,6 +140,32 @@ def test_a_module_picture_says_what_it_holds():
 # The notebooks' committed outputs. This fails until the notebooks are regenerated with the
 # pictures' new text alternatives (issue 30 §1): before that, every alt is the text form's first line.
 
+def stepper_frames():
+    """(notebook, cell id, alt, caption) of every stepper frame in the notebooks' committed outputs."""
+    frame = re.compile(r'<figure class="bt-frame"[^>]*><img alt="([^"]*)"[^>]*><figcaption><pre[^>]*>(.*?)</pre>', re.S)
+    for path in notebooks():
+        nb = nbformat.read(path, as_version=4)
+        for cell in nb.cells:
+            for o in cell.get("outputs", []):
+                page = o.get("data", {}).get("text/html", "")
+                page = "".join(page) if isinstance(page, list) else page
+                for alt, caption in frame.findall(page):
+                    yield path.name, cell.get("id"), html.unescape(alt), html.unescape(caption)
+
+
+def test_every_committed_stepper_frame_that_releases_says_so_in_its_alt():
+    """A frame whose caption says a saved tensor was released: its alt says FREED (this fails
+    until the notebooks are regenerated: the alt was the caption's first line)."""
+    bad, seen = [], 0
+    for name, cid, alt, caption in stepper_frames():
+        if "released after it ran: " in caption and "released after it ran: nothing" not in caption:
+            seen += 1
+            if "FREED by " not in alt:
+                bad.append(f"{name} {cid}: {alt[:80]!r}")
+    assert seen >= 5, f"only {seen} releasing frames found"
+    assert not bad, "\n".join(bad)
+
+
 def picture_outputs():
     for path in notebooks():
         nb = nbformat.read(path, as_version=4)
