@@ -560,9 +560,10 @@ CSS = f"""
 .reveal .bt-picture img {{ max-width: none; max-height: none; margin: 0; }}
 .reveal details.bt-words {{ font-size: 20px; line-height: {WORDS_LINE}px; }}
 .reveal details.bt-words > summary {{ cursor: pointer; color: #0b3d91; }}
-.reveal details.bt-words[open] > pre {{ position: absolute; left: 0; right: 0; bottom: {WORDS_LINE}px;
-  max-height: {PICTURE_BUDGET - WORDS_LINE}px; overflow: auto; background: #fff; border: 1px solid #555;
+.reveal details.bt-words[open] > pre {{ position: absolute; left: 0; right: 0; top: 56px; bottom: {WORDS_LINE}px;
+  overflow: auto; background: #fff; border: 1px solid #555; box-sizing: border-box;
   font-size: 18px; line-height: 1.3; white-space: pre-wrap; padding: 8px; margin: 0; z-index: 5; }}
+.reveal details.bt-words[open] > summary {{ position: absolute; left: 0; bottom: 0; z-index: 6; background: #fff; }}
 .reveal img.bt-chart {{ max-width: {CONTENT_W}px; max-height: {BUDGET}px; margin: 0; }}
 .reveal .r-stack {{ justify-items: start; }}
 .reveal .r-stack > * {{ margin: 0; }}
