@@ -6,6 +6,8 @@ still held and by whom, which nodes a backward call ran, and which gradients cha
 text form goes one click away, beside the picture (figure.figure_html)."""
 from __future__ import annotations
 
+from collections import Counter
+
 from ..snapshot import Role, SavedState, Snapshot
 
 LISTED = 6          # items named in a list before "and N more"
@@ -23,8 +25,19 @@ def _slot(s) -> str:
 
 def _who(snap: Snapshot, op) -> str:
     """An op's name, with its id when two ops share the name ('MulBackward0 op2')."""
-    same = sum(1 for o in snap.ops.values() if o.name == op.name)
-    return op.name if same == 1 else f"{op.name} {op.id}"
+    return op.name if _name_counts(snap)[op.name] == 1 else f"{op.name} {op.id}"
+
+
+_COUNTS: dict = {}      # id(snapshot.ops) -> Counter of op names: one count per snapshot, not per op
+
+
+def _name_counts(snap: Snapshot) -> Counter:
+    key = id(snap.ops)
+    hit = _COUNTS.get(key)
+    if hit is None or hit[0] is not snap.ops:
+        _COUNTS.clear()                 # only the snapshot being described is kept
+        hit = _COUNTS[key] = (snap.ops, Counter(op.name for op in snap.ops.values()))
+    return hit[1]
 
 
 def _by_op(snap: Snapshot, pairs) -> list[str]:
