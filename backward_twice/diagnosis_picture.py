@@ -19,6 +19,7 @@ from . import render
 from .graph import Picture, describe
 from .names import named_tensors
 from .picture import palette
+from .picture.alt_text import alt_of, listed
 from .picture.layout import CORE_MAX_HEIGHT_PX, reads_at, shown_px, smallest_text_px
 from .trace import next_sequence_nr
 from .walk import is_leaf_node, nodes_under, snapshot_with_ids
@@ -36,6 +37,7 @@ def seq(fn) -> int:
 STEP_FILLS, STEP_WORDS = palette.STEP_FILLS, palette.STEP_WORDS
 OLD_FILL, NEW_FILL = palette.STEP_FILLS[1], palette.STEP_FILLS[2]   # diagnosis: earlier steps / this step
 STOP_FILL = palette.STOP                            # diagnosis: the node where backward stopped
+TAGS = {OLD_FILL: "earlier step", NEW_FILL: "this step", STOP_FILL: "stopped here"}   # each fill in words
 
 # A diagnosis picture draws a graph of up to max_nodes (default 30) whole if that reads at
 # notebook width, else around the stop: up to ABOVE_STOP nodes up the path from the loss (fewer
@@ -138,13 +140,14 @@ def _stop_picture(words, snap, ids, stop, path, old_set, notes=None) -> Picture:
               (NEW_FILL, "made by this step"))
     notes = notes or {}
     drawn = {ids[fn]: text for fn, text in notes.items() if fn in ids}
-    marks = render.Marks(fills=fills, path=frozenset(marked), legend=legend, notes=drawn)
+    tags = {i: TAGS[c] for i, c in fills.items()}        # the fill in words: no meaning by colour alone
+    marks = render.Marks(fills=fills, path=frozenset(marked), legend=legend, notes=drawn, tags=tags)
     text = describe(snap)
     if notes:
         lines = [f"  {ids[fn] + ' ' if fn in ids else ''}{fn.name()}: {note}"
                  + ("" if fn in ids else " (node not drawn)") for fn, note in notes.items()]
         text += "\nnotes:\n" + "\n".join(lines)
-    return Picture(render.to_dot(snap, title, marks=marks), text)
+    return Picture(render.to_dot(snap, title, marks=marks), text, alt=alt_of(snap, title))
 
 
 # Nodes coloured by the step that made them
@@ -181,8 +184,8 @@ class StepClock:
 class StepPicture(Picture):
     """A picture from `draw_steps`; `.snapshot` and `.steps` ({op id: step}) for checks."""
 
-    def __init__(self, dot, text, snap, steps):
-        super().__init__(dot, text)
+    def __init__(self, dot, text, snap, steps, alt=None):
+        super().__init__(dot, text, alt=alt)
         self.snapshot, self.steps = snap, steps
 
     def saved_states_by_step(self) -> dict:
@@ -270,7 +273,11 @@ def _step_picture(snap, ids, clock: StepClock, title, around=None) -> StepPictur
     by_step = "\n".join(("before the loop" if k == 0 else f"step {k}") + ": "
                         + ", ".join(f"{i} {snap.ops[i].name}" for i, s in steps.items() if s == k)
                         for k in used)
-    dot = render.to_dot(snap, head, marks=render.Marks(fills=fills, legend=legend))
-    return StepPicture(dot, f"{head} ({key}).\n{describe(snap)}\n{by_step}", snap, steps)
+    tags = {i: "before loop" if k == 0 else f"step {k}" for i, k in steps.items()}   # the fill in words
+    dot = render.to_dot(snap, head, marks=render.Marks(fills=fills, legend=legend, tags=tags))
+    made = " ".join(("Made before the loop" if k == 0 else f"Step {k} made") + ": "
+                    + listed([snap.ops[i].name for i, s in steps.items() if s == k]) + "." for k in used)
+    alt = f"{alt_of(snap, head)} Each op's box says which step made it. {made}"
+    return StepPicture(dot, f"{head} ({key}).\n{describe(snap)}\n{by_step}", snap, steps, alt=alt)
 
 

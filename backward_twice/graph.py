@@ -17,6 +17,7 @@ import contextlib
 from . import render
 from .modules import grouped_picture
 from .picture import repeats
+from .picture.alt_text import alt_of, call_of, pair_alt
 from .picture.figure import DOT_MIME, Picture, dot_record  # noqa: F401 (re-exported)
 from .picture.layout import (  # noqa: F401
     CORE_MAX_HEIGHT_PX,
@@ -48,7 +49,8 @@ class GraphPicture(Picture):
             grouping = render.Grouping(of={}, clusters={}, boxes=folded.boxes, box_edges=folded.box_edges)
             snap, text = folded.snap, text + "\npicture: " + folded.words
         self.folded = folded if grouping is not None and folded is not None else None
-        super().__init__(render.to_dot(snap, title, highlight, grouping=grouping), text, simpler=simpler)
+        super().__init__(render.to_dot(snap, title, highlight, grouping=grouping), text, simpler=simpler,
+                         alt=alt_of(self.snapshot, title))
 
 
 class ComparePicture(Picture):
@@ -65,7 +67,8 @@ class ComparePicture(Picture):
         marks = render.Marks(ran=self.ran, changed=changed_grads(before, after))
         sizes = render.pair_sizes(before, after, titles, marks)   # a node: same size, same place
         super().__init__(render.pair_dot(before, after, titles, marks, sizes=sizes),
-                         text, alternative=render.stacked_dots(before, after, titles, marks, sizes=sizes))
+                         text, alternative=render.stacked_dots(before, after, titles, marks, sizes=sizes),
+                         alt=pair_alt(before, after, titles, self.ran))
 
 
     def after_view(self, spotlight=None) -> Picture:
@@ -87,14 +90,16 @@ class ComparePicture(Picture):
             spot = {known[n] for n in spotlight}
         marks = render.Marks(ran=self.ran, changed=changed_grads(b, a), spotlight=frozenset(spot))
         title = f"{self.titles[1]}: what changed (unchanged boxes faded)"
-        full = Picture(render.to_dot(a, title, marks=marks), f"{title}\n{self.text}")
+        alt = alt_of(a, title, b, self.ran, call_of(self.titles[1]))
+        full = Picture(render.to_dot(a, title, marks=marks), f"{title}\n{self.text}", alt=alt)
         if shown_px(full.svg)[1] <= CORE_MAX_HEIGHT_PX:
             return full
         # too tall for a core path: the changed region, its neighbours faded, the rest counted (when
         # everything ran or nothing changed, there is no region to draw: the full view it is)
         title = f"{self.titles[1]}: what changed, and its neighbours (faded)"
         dot = render.region_dot(a, title, marks)
-        return full if dot is None else Picture(dot, f"{title}\n{self.text}")
+        alt = alt_of(a, title, b, self.ran, call_of(self.titles[1]))
+        return full if dot is None else Picture(dot, f"{title}\n{self.text}", alt=alt)
 
 
 def changed_grads(before: Snapshot, after: Snapshot) -> frozenset:

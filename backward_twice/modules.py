@@ -32,6 +32,7 @@ from dataclasses import dataclass
 import torch
 
 from . import render
+from .picture.alt_text import alt_of
 from .picture.figure import Picture
 from .picture.layout import reads_at, shown_px, smallest_text_px
 from .picture.palette import CALL_FILL, DETAILS
@@ -390,7 +391,7 @@ def grouped_picture(roots, names=None, title=None, max_nodes=300, modules=None, 
     if expand not in (None, True):
         overview()          # names in expand= checked now (the picture is laid out lazily)
     # auto: the overview is built only if the op-by-op picture turns out not to read
-    return ModulePicture(snap, text, detail, None if expand is True else overview)
+    return ModulePicture(snap, text, detail, None if expand is True else overview, alt=alt_of(full, title))
 
 
 @dataclass
@@ -690,10 +691,10 @@ class ModulePicture(Picture):
     read (a trunk with four heads side by side) is tried with its branches stacked. `form` says
     which (reading it lays out)."""
 
-    def __init__(self, snap: Snapshot, text: str, ops_dot: str | None, overview):
+    def __init__(self, snap: Snapshot, text: str, ops_dot: str | None, overview, alt: str | None = None):
         """overview: a function overview(stack: bool) -> DOT, or None (only the op-by-op
-        picture); called only when needed."""
-        super().__init__(ops_dot if ops_dot is not None else overview(False), text)
+        picture); called only when needed. alt: the text alternative (picture.alt_text)."""
+        super().__init__(ops_dot if ops_dot is not None else overview(False), text, alt=alt)
         self.snapshot = snap
         self._form = "ops" if ops_dot is not None else "calls"
         self.overview = overview

@@ -30,11 +30,19 @@ from dataclasses import dataclass, field
 
 from . import render
 from .graph import DOT_MIME, dot_record
+from .picture.alt_text import grad_words, saved_words
+from .picture.palette import FOCUS
 from .snapshot import GraphInputError, Role, SavedState, Snapshot, fmt_total, fmt_values
 from .trace import BackwardTrace, Step
 from .walk import snapshot, snapshot_with_ids
 
 MAX_STEPS = 40
+
+# Keyboard focus on the stepper's buttons and slider handle: a 3 px ring (JupyterLab's own is a
+# 1 px line, or none on the slider's handle). A <style> inside an ipywidgets HTML (not sanitised).
+FOCUS_STYLE = (f"<style>.bt-stepper .jupyter-button:focus-visible, .bt-stepper .noUi-handle:focus, "
+               f".bt-stepper .noUi-handle:focus-visible, .bt-stepper .widget-readout:focus, .bt-stepper input:focus-visible "
+               f"{{outline: 3px solid {FOCUS}; outline-offset: 2px;}}</style>")
 
 
 @dataclass
@@ -154,6 +162,17 @@ class Stepper:
             self._svgs[i] = _inline_svg(render.svg_from_dot(self.dot(i)))
         return self._svgs[i]
 
+    def alt(self, i: int) -> str:
+        """Frame i's text alternative: what ran (the caption's first line), then the saved
+        tensors freed and held and the gradients (picture.alt_text), the caption beside it."""
+        f = self.frames[i]
+        prev = self.frames[i - 1].snapshot if i else None
+        words = [self.caption(i).splitlines()[0] + "."]
+        now = set() if prev is None else {(op.id, s.slot) for op, s in f.snapshot.freed_since(prev)}
+        words += saved_words(f.snapshot, f.node_label if now else None, now if now else None)
+        words.append(grad_words(f.snapshot, prev))
+        return " ".join(w for w in words if w)
+
     def changing(self) -> list[int]:
         """The frames where something changes: the first, every step that released a saved tensor,
         changed a .grad or raised, and the last."""
@@ -173,7 +192,7 @@ class Stepper:
                  '<div style="display:flex;flex-wrap:wrap;gap:12px;align-items:flex-start">']
         for i in shown:
             parts.append('<figure class="bt-frame" style="margin:0;border:1px solid #ccc;padding:6px">'
-                         + render.svg_img(self.svg(i), self.caption(i).splitlines()[0]) +
+                         + render.svg_img(self.svg(i), self.alt(i)) +
                          '<figcaption><pre style="white-space:pre-wrap;max-width:42em">'
                          f"{html.escape(self.caption(i))}</pre></figcaption></figure>")
         parts.append("</div></div>")
@@ -195,8 +214,13 @@ class Stepper:
 
             def show(_=None):
                 i = slider.value
-                caption.value = f"<pre>{html.escape(self.caption(i))}</pre>"
-                picture.value = self.svg(i)
+                # a live region: a screen reader says the new caption after each step (ipywidgets'
+                # HTML sets innerHTML as given: JupyterLab's sanitizer, which drops role and aria-*
+                # from outputs, does not run on it; tests/test_stepper.py checks that in the bundle)
+                caption.value = (f'<div role="status" aria-live="polite" aria-atomic="true">'
+                                 f"<pre>{html.escape(self.caption(i))}</pre></div>")
+                picture.value = (f'<div role="img" aria-label="{html.escape(self.alt(i), quote=True)}">'
+                                 f"{self.svg(i)}</div>")
                 prev.disabled = reset.disabled = i == 0
                 nxt.disabled = i == last
 
@@ -205,7 +229,7 @@ class Stepper:
             nxt.on_click(lambda _: setattr(slider, "value", min(last, slider.value + 1)))
             reset.on_click(lambda _: setattr(slider, "value", 0))
             show()
-            box = W.VBox([W.HBox([reset, prev, slider, nxt]), caption, picture])
+            box = W.VBox([W.HBox([reset, prev, slider, nxt]), caption, picture, W.HTML(FOCUS_STYLE)])
             box.add_class("bt-stepper")
             self._widget = box
         return self._widget

@@ -60,6 +60,8 @@ SITE_CSS = """
 .bt-nav a { text-decoration: none; }
 .bt-nav .bt-here { color: #555; }
 details.bt-hidden-source { margin: 4px 0 4px 64px; }
+figure.bt-figure details.bt-words > summary { cursor: pointer; font: 13px system-ui, sans-serif; color: #333; }
+figure.bt-figure details.bt-words > pre { font: 12px/1.35 "DejaVu Sans Mono", monospace; color: #1a1a1a; }
 details.bt-hidden-source > summary { cursor: pointer; color: #555; font: 13px system-ui, sans-serif; }
 details.bt-deeper { border-left: 3px solid #d0d7de; margin: 0.5em 0; }
 details.bt-deeper > summary { cursor: pointer; padding-left: 76px; }

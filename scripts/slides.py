@@ -44,6 +44,7 @@ from pygments import highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import PythonLexer
 
+from backward_twice.picture.figure import WORDS_SUMMARY
 from scripts import ROOT, build_site, lengths, nav, npm_install, skeleton, teachers_guide
 
 DEFAULT_OUT = ROOT / "build" / "slides"
@@ -335,9 +336,14 @@ def graph_parts(svg: str, width: float = CONTENT_W, height: float = BUDGET) -> l
     return [p[1:] for p in sorted(parts, key=lambda p: p[0])]     # the legend last (stable sort)
 
 
-def picture_block(svg: str, alt: str) -> Block:
-    """A graph as one slide: its parts stacked, one shown at a time (reveal.js fragments)."""
-    parts = graph_parts(svg, height=PICTURE_BUDGET)
+WORDS_LINE = 30        # a picture's "The picture in words" line (a closed <details>), px
+
+
+def picture_block(svg: str, alt: str, words: str | None = None) -> Block:
+    """A graph as one slide: its parts stacked, one shown at a time (reveal.js fragments).
+    words: the picture's full description (the output's <details class="bt-words">), one click
+    away under it: a closed <details>, which opens over the picture, scrolling."""
+    parts = graph_parts(svg, height=PICTURE_BUDGET - (WORDS_LINE if words else 0))
     imgs = []
     for n, (part, pw, ph) in enumerate(parts):
         src = "data:image/svg+xml;base64," + base64.b64encode(part.encode()).decode()
@@ -353,7 +359,12 @@ def picture_block(svg: str, alt: str) -> Block:
         imgs.append(f'<img {cls} src="{src}" width="{pw:.0f}" height="{ph:.0f}" '
                     f'alt="{html.escape(label, quote=True)}">')
     tallest = max(ph for _, _, ph in parts)
-    return Block(f'<div class="r-stack bt-picture" data-parts="{len(parts)}">{"".join(imgs)}</div>', tallest,
+    more = ""
+    if words:
+        more = (f'<details class="bt-words"><summary>{WORDS_SUMMARY}</summary>'
+                f'<pre tabindex="0">{html.escape(words)}</pre></details>')
+        tallest += WORDS_LINE
+    return Block(f'<div class="r-stack bt-picture" data-parts="{len(parts)}">{"".join(imgs)}</div>{more}', tallest,
                  alone=True)
 
 
@@ -385,12 +396,14 @@ def output_blocks(output) -> list:
     if "data:image/svg+xml" in page:
         out = []
         rest = page
+        said = re.search(r'<details class="bt-words">.*?<pre[^>]*>(.*?)</pre>', page, re.S)
+        words = html.unescape(said.group(1)) if said else None
         for m in re.finditer(r"<img\b[^>]*>", page):
             src = re.search(r'src="([^"]*)"', m.group(0))
             svg = svg_of(src.group(1)) if src else None
             if svg:
                 alt = re.search(r'alt="([^"]*)"', m.group(0))
-                out.append(picture_block(svg, html.unescape(alt.group(1)) if alt else "graph"))
+                out.append(picture_block(svg, html.unescape(alt.group(1)) if alt else "graph", words))
             rest = rest.replace(m.group(0), "")
         words = html_to_text(re.sub(r"<figcaption.*?</figcaption>", "", rest, flags=re.S))
         return (pre_blocks(words, "bt-out") if words else []) + out
@@ -420,8 +433,10 @@ def error_block(output) -> Block:
     (error,) = pre_blocks("\n".join(textwrap.wrap(line, CODE_CHARS)) or line, "bt-error fragment",
                           extra=' data-fragment-index="0"')
     question = f'<p class="bt-predict fragment fade-out" data-fragment-index="0">{PREDICT}</p>'
+    # alone: what follows (the cell's check, expect_raised(...), its words) goes to the next slide,
+    # after the reveal: nothing on the slide gives the answer away before the click (issue 30 §5)
     return Block(f'<div class="r-stack bt-predict-stack">{question}{error.html}</div>',
-                 max(error.height, BODY_LINE * 2 + 12))
+                 max(error.height, BODY_LINE * 2 + 12), alone=True)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -467,10 +482,12 @@ def deck(nb, notes=None) -> list:
             continued()
         slides[-1].blocks.append(block)
 
+    revealed = False      # the current slide shows a revealed error's check: no new question on it
     for (cell, pieces), kind in zip(lengths.sections(nb), types):
         if kind == "skip":
             continue
-        if cell.cell_type == "markdown":            # its core part: no Going deeper or Solutions inside
+        if cell.cell_type == "markdown":
+            revealed = False            # its core part: no Going deeper or Solutions inside
             core = "\n".join(p.text for p in pieces if p.part == "core")
             for level, title, body in heading_pieces(core):
                 if level:
@@ -483,9 +500,12 @@ def deck(nb, notes=None) -> list:
                     add(block)
             continue
         errors = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
-        code = pre_blocks(cell.source, "bt-code", highlight_code=True)
+        # the %raises marker (helpers.notebook) would tell the class the answer: not shown
+        code = pre_blocks(re.sub(r"\A%raises[^\n]*\n", "", cell.source), "bt-code", highlight_code=True)
         if errors:                                # the code's last lines, the question and the error together
             unit = error_block(errors[0])
+            if revealed and slides[-1].blocks:    # the last error's check would answer this one
+                continued()
             for block in code[:-1]:
                 add(block)
             if slides[-1].blocks and slides[-1].used() + code[-1].height + unit.height > slides[-1].budget():
@@ -493,6 +513,7 @@ def deck(nb, notes=None) -> list:
             add(code[-1])
             slides[-1].blocks.append(unit)
             slides[-1].notes = notes.predict(slides[-1].key, errors[0]) if notes else ""
+            revealed = True
         else:
             for block in code:
                 add(block)
@@ -537,6 +558,12 @@ CSS = f"""
 .reveal section.bt-pic h2 {{ font-size: {BODY_PX}px; white-space: nowrap; overflow: hidden; text-overflow: ellipsis;
   margin: 0 0 8px 0; }}
 .reveal .bt-picture img {{ max-width: none; max-height: none; margin: 0; }}
+.reveal details.bt-words {{ font-size: 20px; line-height: {WORDS_LINE}px; }}
+.reveal details.bt-words > summary {{ cursor: pointer; color: #0b3d91; }}
+.reveal details.bt-words[open] > pre {{ position: absolute; left: 0; right: 0; top: 56px; bottom: {WORDS_LINE}px;
+  overflow: auto; background: #fff; border: 1px solid #555; box-sizing: border-box;
+  font-size: 18px; line-height: 1.3; white-space: pre-wrap; padding: 8px; margin: 0; z-index: 5; }}
+.reveal details.bt-words[open] > summary {{ position: absolute; left: 0; bottom: 0; z-index: 6; background: #fff; }}
 .reveal img.bt-chart {{ max-width: {CONTENT_W}px; max-height: {BUDGET}px; margin: 0; }}
 .reveal .r-stack {{ justify-items: start; }}
 .reveal .r-stack > * {{ margin: 0; }}

@@ -2,6 +2,7 @@
 
     bash scripts/student                  # build/student/: outputs kept (pictures to read), check outputs cleared
     bash scripts/student --clear-all      # every output cleared
+    bash scripts/student --kit            # build/student-kit/: a folder and a .zip to hand to a class
     python scripts/student.py [--out DIR] [--clear-all] [notebooks ...]
 
 For each notebook (read at run time through scripts/skeleton.py):
@@ -18,6 +19,13 @@ each with a `grade_id`. `--nbgrader DIR` also writes the teacher's version in nb
 (`nbgrader_source()`); `bash scripts/nbgrader_check` releases it with nbgrader itself and checks
 the result equals this edition.
 notebooks/README.md (the contents page the navigation links to) is copied alongside.
+
+`--kit` (kit()) writes what a class of students is handed: build/student-kit/backward-twice-student/
+(and a .zip of it) holding the student edition in notebooks/, the tool `backward_twice` and the
+course's `helpers` (the Python packages the notebooks import, and nothing else of the repository:
+no tests, no scripts, no course notebooks, so no solutions), requirements.txt and the package
+metadata (pyproject.toml) so that `pip install -r requirements.txt` installs both, and START_HERE.md
+with the steps (docs/teaching.md, "Handing it out").
 """
 from __future__ import annotations
 
@@ -34,6 +42,33 @@ from helpers.exercise import Sealed
 from scripts import BUILD, lengths, nav, skeleton  # nav: notebook order
 
 DEFAULT_OUT = BUILD / "student"
+KIT_OUT = BUILD / "student-kit"
+KIT_NAME = "backward-twice-student"
+KIT_PACKAGES = ("backward_twice", "helpers")
+START_HERE = """# Backward Twice: the student edition
+
+The notebooks of the course, with the tool `backward_twice` and the course's `helpers`. The
+exercises have no solutions here: each check cell tells you whether your answer is right, and
+gives a hint if not.
+
+1. Python 3.11 or newer. In this folder, make an environment and install what the notebooks need
+   (once; the download is about 2.8 GB on Linux, with torch's CUDA
+   libraries, about 0.2 GB on macOS and Windows: docs/install.md of the course):
+
+       python3 -m venv .venv
+       source .venv/bin/activate          # Windows: .venv\\Scripts\\activate
+       pip install -r requirements.txt    # its last line installs backward_twice and helpers from here
+
+2. Open the notebooks and start with 00:
+
+       jupyter lab notebooks/
+
+   Run each cell in order (Shift+Enter). Before a cell that may stop with an error, predict what
+   it does, then run it.
+
+Already have torch 2.13 or newer (a JupyterHub, your own environment)? `pip install .` in this
+folder installs only the tool and the helpers. No internet after the install is needed.
+"""
 CHECK_POINTS = 1          # nbgrader points of an exercise's check cell (its hidden test asserts the answer)
 SOLUTIONS_NOTE = ("## Solutions\n"
                   "Not in the student edition. Run each check cell after your prediction: it tells you "
@@ -200,14 +235,43 @@ def build(out=DEFAULT_OUT, clear_all=False, only=None, nbgrader=None) -> list:
     return written
 
 
+def _pyproject_for_kit() -> str:
+    """The repository's pyproject.toml up to its tool settings: the package metadata (name,
+    dependencies, which packages), without the test and lint configuration."""
+    text = (nav.ROOT / "pyproject.toml").read_text()
+    cut = text.find("[tool.pytest")
+    return text[:cut].rstrip() + "\n" if cut >= 0 else text
+
+
+def kit(out=KIT_OUT, clear_all=False) -> pathlib.Path:
+    """The folder and .zip a class is handed (see the module's docstring); returns the .zip."""
+    if out.exists():
+        shutil.rmtree(out)
+    root = out / KIT_NAME
+    build(root / "notebooks", clear_all)
+    for package in KIT_PACKAGES:
+        shutil.copytree(nav.ROOT / package, root / package,
+                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info"))
+    shutil.copyfile(nav.ROOT / "requirements.txt", root / "requirements.txt")
+    (root / "pyproject.toml").write_text(_pyproject_for_kit())
+    (root / "START_HERE.md").write_text(START_HERE)
+    return pathlib.Path(shutil.make_archive(str(out / KIT_NAME), "zip", root_dir=out, base_dir=KIT_NAME))
+
+
 def main(argv) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", type=pathlib.Path, default=DEFAULT_OUT)
     ap.add_argument("--clear-all", action="store_true", help="clear every output, not only the check cells'")
     ap.add_argument("--nbgrader", type=pathlib.Path, metavar="DIR",
                     help="also write nbgrader source notebooks into DIR (e.g. source/backward_twice)")
+    ap.add_argument("--kit", action="store_true",
+                    help=f"write the kit to hand out: {KIT_OUT.relative_to(nav.ROOT)}/{KIT_NAME}/ and its .zip")
     ap.add_argument("notebooks", nargs="*", help="only these notebook files (default: all)")
     args = ap.parse_args(argv)
+    if args.kit:
+        archive = kit(clear_all=args.clear_all)
+        print(f"student kit: {archive.with_suffix('')}/ and {archive} (START_HERE.md says what to do)")
+        return 0
     written = build(args.out.resolve(), args.clear_all, {pathlib.Path(n).name for n in args.notebooks} or None,
                     args.nbgrader.resolve() if args.nbgrader else None)
     print(f"student edition: {len(written)} notebooks in {args.out}"

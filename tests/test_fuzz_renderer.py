@@ -634,7 +634,7 @@ def build(spec, width=4):
 BOX_TOTALS = re.compile(r'BGCOLOR="#f4f6f8" STYLE="rounded"><TR><TD COLSPAN="2" ALIGN="LEFT"><B>[^<]*</B></TD></TR>'
                         r'<TR><TD COLSPAN="2" ALIGN="LEFT"><FONT POINT-SIZE="10">(?:each: \d+ saved, as listed; '
                         r'all \d+: )?(\d+) saved')
-DRAWN_SAVED = re.compile(r">(?:<S>)?saved (?!tensor)")
+DRAWN_SAVED = re.compile(r">(?:<S>)?saved (?!tensor)|<B>HELD</B> ")
 
 
 @settings(FUZZ, max_examples=max(1, FUZZ.max_examples // 4))   # four pictures an example

@@ -160,7 +160,8 @@ def test_notebook_runs_in_jupyterlab_and_the_stepper_answers_clicks(lab, browser
 # How JupyterLab shows a picture: our text/html, an <img> of the SVG (trusted or not: html
 # ranks first); raw SVG (an <img> inside .jp-RenderedSVG) only for outputs that carry it.
 GRAPHS = (".jp-RenderedSVG img, .jp-RenderedSVG svg, "
-          ".jp-RenderedHTMLCommon > img[src^='data:image/svg+xml']")
+          ".jp-RenderedHTMLCommon > img[src^='data:image/svg+xml'], "
+          ".jp-RenderedHTMLCommon > figure.bt-figure > img[src^='data:image/svg+xml']")   # with its words beside it
 
 
 def drive_jupyterlab(page, port, token):
@@ -170,7 +171,7 @@ def drive_jupyterlab(page, port, token):
     code = [c for c in nb.cells if c.cell_type == "code"]
     n_shown = sum(1 for c in code if not c.metadata.get("jupyter", {}).get("source_hidden"))
     n_svg = sum(1 for c in nb.cells for o in c.get("outputs", [])             # graphs: an <img> of SVG
-                if "".join(o.get("data", {}).get("text/html", "")).startswith("<img")
+                if "".join(o.get("data", {}).get("text/html", "")).startswith(("<img", '<figure class="bt-figure"'))
                 or "image/svg+xml" in o.get("data", {}))
     page_errors = []
     page.on("pageerror", lambda e: page_errors.append(str(e)))
@@ -250,5 +251,17 @@ def drive_jupyterlab(page, port, token):
     nxt.click()
     expect(caption).to_contain_text("step 1 of 6", timeout=30_000)
     expect(picture).to_be_visible()
+    # issue 30 §3: the caption is a live region; Tab from 'previous' reaches the slider's handle,
+    # then 'next', each with a visible 3 px focus ring; the picture has a text alternative
+    expect(stepper.locator("[role=status][aria-live=polite]")).to_contain_text("step 1 of 6")
+    assert stepper.locator("[role=img][aria-label*='FREED'], [role=img][aria-label*='HELD']").count() == 1
+    stepper.get_by_role("button", name="◀ previous").focus()
+    rings = []
+    for _ in range(3):                      # the slider's handle, its readout (editable), 'next'
+        page.keyboard.press("Tab")
+        rings.append(page.evaluate("() => { const e = document.activeElement, s = getComputedStyle(e);"
+                                   " return [e.className, s.outlineStyle, s.outlineWidth]; }"))
+    assert "noUi-handle" in rings[0][0] and "widget-readout" in rings[1][0] and "jupyter-button" in rings[2][0], rings
+    assert all(r[1:] == ["solid", "3px"] for r in rings), rings
     stepper.screenshot(path=str(ARTIFACTS / "lab-stepper.png"))
     assert page_errors == [], page_errors

@@ -151,7 +151,7 @@ def test_charts_use_their_own_registered_colours():
 def test_the_legend_shows_the_whole_language():
     text = repr(legend())
     assert "ran #k" in text and "where backward stopped" in text and "made by training step k" in text
-    assert len(text.splitlines()) == len(palette.MEANINGS) - 2       # edges and the pair's frame left out
+    assert len(text.splitlines()) == len(palette.MEANINGS) - 3       # edges, the pair's frame, the focus ring left out
     assert "a chart's series k (line or bar): the 2nd (orange)" in text                # the charts' colours too
 
 

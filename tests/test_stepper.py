@@ -1,5 +1,6 @@
 """The backward stepper: engine order, release timing, gradients, static and widget views."""
 import base64
+import html
 import re
 
 import pytest
@@ -151,8 +152,13 @@ def test_widget_buttons_and_slider():
     st = step_through(lambda: t["out"].backward(), t["out"], names=t)
     box = st.widget()
     reset, prev, slider, nxt = box.children[0].children
-    caption, picture = box.children[1:]
+    caption, picture, style = box.children[1:]
     assert "before the call" in caption.value and prev.disabled and not nxt.disabled
+    # the caption is a live region, the picture has a text alternative, focus shows (issue 30 §3)
+    assert caption.value.startswith('<div role="status" aria-live="polite" aria-atomic="true"><pre>')
+    assert picture.value.startswith(f'<div role="img" aria-label="{html.escape(st.alt(0), quote=True)}"><svg')
+    assert ".bt-stepper .jupyter-button:focus-visible" in style.value and ".noUi-handle:focus" in style.value
+    assert "outline: 3px solid" in style.value and "bt-stepper" in box._dom_classes
     nxt.click()
     assert slider.value == 1 and "step 1 of 6" in caption.value and "op1" in picture.value
     slider.value = 6
@@ -245,3 +251,16 @@ def test_a_refused_graph_too_big_to_count_says_more_than():
         y = y * 1.0
     with pytest.raises(GraphInputError, match=f"this graph has more than {COUNT_LIMIT:,} nodes, more than max_nodes=60"):
         step_through(lambda: y.backward(), y)
+
+
+def test_jupyterlab_keeps_what_the_stepper_relies_on():
+    """ipywidgets' HTML widget sets its value as innerHTML, never through JupyterLab's sanitizer
+    (which drops role and aria-* from outputs): so the caption's live region and the focus style
+    reach the page. Read from the installed widget manager; an upgrade that sanitises fails here."""
+    import pathlib
+    import sys
+    root = pathlib.Path(sys.prefix) / "share" / "jupyter" / "labextensions" / "@jupyter-widgets" / "jupyterlab-manager"
+    bundles = list(root.glob("static/*.js"))
+    if not bundles:
+        pytest.skip("jupyterlab_widgets is not installed")
+    assert any('this.content.innerHTML=this.model.get("value")' in p.read_text(errors="ignore") for p in bundles)

@@ -6,6 +6,7 @@
 - the navigation links (previous / contents / next, section links) resolve inside the edition;
 - --clear-all leaves no output at all.
 """
+import pathlib
 import urllib.parse
 
 import nbformat
@@ -229,3 +230,60 @@ def test_the_giveaway_rule_catches_what_the_first_student_edition_had():
     assert giveaways(nb) == [("1.2", ["-x", "x.mean()"])]
     cell.source += "\n- Only `x.exp()` here"                  # a wrong label named: no giveaway added
     assert [n for n, _ in giveaways(nb)] == ["1.2"]
+
+
+# ------------------------------------------------------------------------------ the kit
+@pytest.fixture(scope="module")
+def kit(tmp_path_factory):
+    return student.kit(tmp_path_factory.mktemp("kit"))
+
+
+def test_the_kit_holds_the_edition_the_tool_and_the_helpers_and_nothing_else(kit):
+    import zipfile
+    root = kit.parent / student.KIT_NAME
+    assert sorted(p.name for p in root.iterdir()) == sorted(
+        ["START_HERE.md", "backward_twice", "helpers", "notebooks", "pyproject.toml", "requirements.txt"])
+    assert sorted(p.name for p in (root / "notebooks").glob("*.ipynb")) == [p.name for p in NOTEBOOKS]
+    assert (root / "backward_twice" / "picture" / "alt_text.py").is_file()        # subpackages too
+    assert (root / "requirements.txt").read_text().rstrip().endswith("-e .                     # the tool "
+                                                                     "`backward_twice` and the course's `helpers`, "
+                                                                     "importable from every notebook (pyproject.toml)")
+    meta = (root / "pyproject.toml").read_text()
+    assert 'name = "backward-twice"' in meta and 'include = ["backward_twice*", "helpers*"]' in meta
+    assert "[tool.pytest" not in meta and "nbval" not in meta
+    assert "pip install -r requirements.txt" in (root / "START_HERE.md").read_text()
+    names = zipfile.ZipFile(kit).namelist()
+    on_disk = sorted(str(p.relative_to(kit.parent)) for p in root.rglob("*") if p.is_file())
+    assert sorted(n for n in names if not n.endswith("/")) == on_disk
+    assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
+
+
+def test_no_solution_is_in_the_kit(kit):
+    root = kit.parent / student.KIT_NAME
+    text = {p: p.read_text(errors="ignore") for p in root.rglob("*") if p.is_file()}
+    assert not [p for p, t in text.items() if "### BEGIN SOLUTION" in t]
+    for p in NOTEBOOKS:
+        sk = skeleton.read(root / "notebooks" / p.name)
+        assert sk.cells("solution") == [], p.name
+        for name, arg in student.solution_answers(nbformat.read(p, as_version=4)).items():
+            spoiled = [q.name for q, t in text.items() if f'check("{name}", {arg}' in t]
+            assert not spoiled, f"exercise {name}'s answer in {spoiled}"
+
+
+def test_a_kit_notebook_runs_on_the_kit_s_own_package(kit, monkeypatch):
+    """Notebook 00 from the kit, in a fresh kernel whose imports resolve to the kit's own copy of
+    backward_twice and helpers (PYTHONPATH: the kit only, as `pip install -r requirements.txt` there
+    would make them importable), not to this checkout."""
+    from scripts.regen import client
+
+    root = kit.parent / student.KIT_NAME
+    monkeypatch.setenv("PYTHONPATH", str(root))
+    nb = nbformat.read(root / "notebooks" / NOTEBOOKS[0].name, as_version=4)
+    nb.cells.append(nbformat.v4.new_code_cell("import backward_twice, helpers\n"
+                                              "print(backward_twice.__file__)\nprint(helpers.__file__)"))
+    client(nb, root / "notebooks", allow_errors=True).execute()
+    for cell in nb.cells:
+        if "raises-exception" not in skeleton.tags(cell):
+            assert not [o for o in cell.get("outputs", []) if o.output_type == "error"], cell.source[:200]
+    where = nb.cells[-1].outputs[0]["text"].split()
+    assert all(pathlib.Path(w).is_relative_to(root) for w in where), where

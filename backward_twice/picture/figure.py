@@ -1,6 +1,7 @@
 """A picture: SVG in JupyterLab, its DOT for the golden files, a stable text elsewhere."""
 from __future__ import annotations
 
+import html
 import re
 
 from .layout import MIN_TEXT_PX, layout_note, reads_at, refused, smallest_text_px, stack_svgs, svg_from_dot, svg_img, svg_width_pt
@@ -34,9 +35,10 @@ class Picture:
     """
 
     def __init__(self, dot_source: str, text: str, alternative: tuple[str, ...] | None = None,
-                 simpler=None):
+                 simpler=None, alt: str | None = None):
         self.dot = dot_source
         self._text = text
+        self._alt = alt
         self.alternative = alternative
         self.simpler = simpler
         self.stacked = False
@@ -67,6 +69,15 @@ class Picture:
         self._text = value
 
     @property
+    def alt(self) -> str:
+        """The text alternative (the <img>'s alt): what the picture teaches in a few sentences
+        (picture.alt_text: what was freed and by which call, what is held and by whom, what ran,
+        which gradients changed); the text form's first line when none was given."""
+        if self._alt is not None:
+            return self._alt
+        return self.text.splitlines()[0] if self.text else "autograd graph"
+
+    @property
     def svg(self) -> str:
         if self._svg is None:
             svg = svg_from_dot(self.dot)
@@ -92,9 +103,8 @@ class Picture:
         # The SVG goes out once, as an <img> in text/html (README, "Stable outputs": every
         # front-end shows text/html before image/svg+xml, JupyterLab shows raw SVG only in
         # trusted notebooks and GitHub not at all); text/plain is what nbval compares.
-        alt = self.text.splitlines()[0] if self.text else "autograd graph"
-        html_img = svg_img(svg, alt, style="max-width:100%")
-        return {"text/plain": self.text, "text/html": html_img, DOT_MIME: dot_record(self.dot)}
+        page = figure_html(svg_img(svg, self.alt, style="max-width:100%"), self.text)
+        return {"text/plain": self.text, "text/html": page, DOT_MIME: dot_record(self.dot)}
 
     def __repr__(self) -> str:
         return self.text
@@ -102,6 +112,19 @@ class Picture:
     def save(self, path) -> None:
         with open(path, "w", encoding="utf-8") as f:
             f.write(self.svg)
+
+
+WORDS_SUMMARY = "The picture in words"
+
+
+def figure_html(img: str, words: str) -> str:
+    """The picture and, one click away beside it, its full description (the text form): a
+    <figure> whose <figcaption> is a closed <details>. JupyterLab's sanitizer keeps figure,
+    figcaption, details, summary and pre in an untrusted output, and drops aria-*: so no
+    aria-describedby. scripts/slides.py puts the same <details> under a slide's picture."""
+    return ('<figure class="bt-figure" style="margin:0">' + img
+            + f'<figcaption><details class="bt-words"><summary>{WORDS_SUMMARY}</summary>'
+            f'<pre style="white-space:pre-wrap">{html.escape(words)}</pre></details></figcaption></figure>')
 
 
 def _reads(svg: str) -> bool:

@@ -13,7 +13,9 @@ class Marks:
     thick; legend: ((colour, words), ...) added to the legend; spotlight: ids drawn as usual, every
     other box faded; region: boxes more than one edge from the spotlight folded into one count (region.py);
     notes: {id: one line}, a recorded fact about a box ('made at train.py:12, step 3'), drawn as the
-    box's last row, word for word (the caller words it; the picture never shortens or drops it)."""
+    box's last row, word for word (the caller words it; the picture never shortens or drops it);
+    tags: {id: a short word}, what a box's fill means ('step 2'), drawn on its first row: no
+    meaning by colour alone."""
 
     highlight: frozenset = frozenset()
     ran: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
@@ -24,6 +26,7 @@ class Marks:
     spotlight: frozenset = frozenset()     # when set, every other box is faded: the change stands out
     region: bool = False                   # only the spotlight and its neighbours drawn, the rest counted
     notes: Mapping[str, str] = field(default_factory=dict)
+    tags: Mapping[str, str] = field(default_factory=dict)
 
 
 NO_MARKS = Marks()

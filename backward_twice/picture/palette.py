@@ -16,9 +16,9 @@ _COLOURS = (
     ("LEAF", "#cfe8fc", "leaf tensor (fill), with its .grad"),
     ("OP", "#eeeeee", "op (grad_fn) (fill), with what it saved"),
     ("NAMED", "#d9f2d0", "tensor you named (fill)"),
-    ("HELD", "#1e6b30", "saved tensor held in memory (green text)"),
+    ("HELD", "#1e6b30", "saved tensor HELD in memory (green text, the word HELD)"),
     ("FREED", "#c0392b", "saved tensor FREED by backward (red text, struck through)"),
-    ("MODIFIED", "#00838f", "saved, then modified in place (teal text)"),
+    ("MODIFIED", "#00727d", "saved, then modified in place (teal text)"),
     ("VALUE", "#666666", "details (grey text): settings, a shared buffer, a saved tensor recomputed in backward, "
                          "a .grad not kept"),
     ("HIGHLIGHT", "#ffb703", "the node running in this step (amber fill)"),
@@ -28,8 +28,10 @@ _COLOURS = (
     ("CLUSTER", "#7a8a9a", "a box standing for several nodes: module call, folded or counted nodes (slate)"),
     ("EDGE", "#555555", "edges and op frames (dark grey)"),
     ("CALL_FILL", "#f4f6f8", "a box standing for several nodes (pale fill)"),
-    ("FADED", "#b8b8b8", "unchanged, faded so the change stands out"),
+    ("FADED", "#b8b8b8", "unchanged, faded so the change stands out (pale frame, no fill)"),
+    ("FADED_TEXT", "#6e6e6e", "the text of an unchanged, faded box (grey, 5.1:1 on white: readable)"),
     ("PAIR", "#999999", "the frame of each picture of a before/after pair"),
+    ("FOCUS", "#202020", "the keyboard focus ring of a control (the stepper's buttons and slider)"),
     ("STEP0", "#d0d0d0", "made by training step k (fill): before the loop"),
     ("STEP1", "#f6c8c0", "made by training step k (fill): step 1, or an earlier step"),
     ("STEP2", "#fff0a8", "made by training step k (fill): step 2, or this step"),
@@ -48,7 +50,7 @@ for _name, _colour, _meaning in _COLOURS:
         raise ValueError(f"palette: {_colour} means both {MEANINGS[_colour]!r} and {_meaning!r}")
     MEANINGS[_colour] = _meaning
 (LEAF, OP, NAMED, HELD, FREED, MODIFIED, VALUE, HIGHLIGHT, RAN, CHANGED, STOP, CLUSTER, EDGE, CALL_FILL, FADED,
- PAIR) = (c for _, c, _ in _COLOURS[:16])
+ FADED_TEXT, PAIR, FOCUS) = (c for _, c, _ in _COLOURS[:18])
 STEP_FILLS = tuple(c for n, c, _ in _COLOURS if n.startswith("STEP"))
 STEP_WORDS = ("grey", "salmon", "yellow", "lime", "beige")
 SERIES = tuple(c for n, c, _ in _COLOURS if n.startswith("SERIES"))     # a chart's series, in order
@@ -73,7 +75,7 @@ LEGEND = {
     "running": (swatch(HIGHLIGHT), "the node running in this step"),
     "ran": (swatch(RAN), "ran #k: ran in this backward, k-th"),
     "changed": (swatch(CHANGED), ".grad changed by this call"),
-    "faded": (swatch(FADED), "unchanged by this call (faded)"),
+    "faded": (swatch(colour=FADED, border=1), "unchanged by this call (faded)"),
     "ref": (swatch(LEAF, style="dashed", border=1), "same leaf, drawn again near a far use"),
     "transpose": (swatch(), ".T: used transposed (TBackward0)"),
     "module": (swatch(colour=CLUSTER, style="rounded", border=1), "module call: saved bytes held / freed"),
@@ -115,7 +117,7 @@ class Legend:
     """The whole visual language as a table: text/plain (what nbval compares) and text/html."""
 
     def rows(self) -> list[tuple[str, str]]:
-        return [(c, MEANINGS[c]) for _, c, _ in _COLOURS if c not in (EDGE, PAIR)]
+        return [(c, MEANINGS[c]) for _, c, _ in _COLOURS if c not in (EDGE, PAIR, FOCUS)]
 
     def __repr__(self) -> str:
         return "\n".join(f"{c}  {m}" for c, m in self.rows())

@@ -60,8 +60,8 @@ def saved_rows(op, shared=frozenset()) -> list[list[Cell]]:
         elif s.state is SavedState.UNREADABLE:  # reading it raised something we do not know
             spans = [Span(f"saved {s.slot}: "), Span("unreadable", bold=True), Span(f" ({s.value})")]
             rows.append([Cell(spans, colour=VALUE, size=10, align="LEFT")])
-        elif s.is_tensor:
-            spans = [Span(f"saved {s.slot}{alias}: {fmt_shape(s.shape)} {s.dtype} {s.size_words()}")] + tag
+        elif s.is_tensor:     # the word HELD, not only green: no meaning by colour alone
+            spans = [Span("HELD", bold=True), Span(f" {s.slot}{alias}: {fmt_shape(s.shape)} {s.dtype} {s.size_words()}")] + tag
             rows.append([Cell(spans, colour=HELD, size=10, align="LEFT")])
     rows.extend(value_rows([s for s in op.saved if not s.is_tensor and s.state is SavedState.VALUE]))
     return rows

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from .marks import Marks
 from .palette import STOP
-from .scene import Scene
+from .scene import Scene, Span
 
 
 def fill(scene: Scene, marks: Marks) -> None:
+    """Each box's fill, and beside its name the word that fill means (Marks.tags: 'step 2')."""
     for nid, colour in marks.fills.items():
         box = scene.boxes.get(nid)
         if box is None or box.table is None:
@@ -17,6 +18,10 @@ def fill(scene: Scene, marks: Marks) -> None:
             box.table.rows[0][0].bg = colour
         elif box.kind == "tensor":
             box.table.bg = colour
+    for nid, word in marks.tags.items():
+        box = scene.boxes.get(nid)
+        if box is not None and box.table is not None and box.kind in ("op", "tensor"):
+            box.table.rows[0][0].spans.append(Span(f" \u00b7 {word}", size=10))
 
 
 def thicken(scene: Scene, marks: Marks) -> None:
