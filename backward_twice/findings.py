@@ -650,8 +650,7 @@ def rule_reused_after_backward(f: Facts) -> Finding | None:
                            fix, "Each backward stops at the start of its step; memory stays flat.",
                            (edit,), kind="detach-carried"),
                     Option("if each sequence, episode or task should start fresh",
-                           "Reset " + ", ".join(f"`{p}`" for p in groups) + " to its initial value at the "
-                           "start of each one.", "No value or gradient crosses from one to the next.",
+                           _reset_words(f, groups), "No value or gradient crosses from one to the next.",
                            kind="reset-per-episode")]
             return Finding(
                 "carried-across-steps",
@@ -822,6 +821,23 @@ def _first_line_naming(made: Site, name: str, until: Site) -> Site | None:
         if re.search(rf"(?<![\w.]){name}(?![\w])", text):
             return Site(made.file, n, made.function)
     return None
+
+
+RESET_METHODS = ("reset", "reset_state", "reset_states", "reset_hidden", "init_hidden", "reset_mem")
+
+
+def _reset_words(f: Facts, groups: dict) -> str:
+    """How to start fresh: the owner's own reset method when it has one (`neuron.reset()`)."""
+    calls = []
+    for p in groups:
+        owner = p.rsplit(".", 1)[0] if "." in p else None
+        obj = _resolve(f.ns, owner) if owner else None
+        method = next((m for m in RESET_METHODS if callable(getattr(obj, m, None))), None) if obj is not None else None
+        if method:
+            calls.append(f"`{owner}.{method}()`")
+    if calls and len(calls) == len(groups):
+        return "Call " + " and ".join(dict.fromkeys(calls)) + " at the start of each one."
+    return "Reset " + ", ".join(f"`{p}`" for p in groups) + " to its initial value at the start of each one."
 
 
 def _line_ran_since(f: Facts, site: Site) -> bool:

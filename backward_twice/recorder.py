@@ -81,12 +81,25 @@ class Site:
     def short(self) -> str:
         name = self.file
         if name.startswith("<ipython-input-") or "ipykernel_" in name:
-            return f"line {self.line} of the cell"
+            cell = _cell_label(name)
+            return f"{cell}, line {self.line}" if cell else f"line {self.line} of the cell"
         return f"{os.path.basename(name)}:{self.line}"
 
     def __str__(self) -> str:
         text = self.code()
         return f"{self.short()} `{text}`" if text else self.short()
+
+
+def _cell_label(filename: str) -> str | None:
+    """`In [5]` for a notebook cell's code file, as IPython's own tracebacks name it (None outside IPython)."""
+    try:
+        from ._ipython import shell
+
+        ip = shell()
+        n = ip.compile._filename_map.get(filename) if ip is not None else None
+    except Exception:
+        return None
+    return None if n is None else f"In [{n}]"
 
 
 @dataclass
