@@ -243,22 +243,35 @@ _META_KEY = "backward_twice.saved"
 _HOLDERS_KEY = "backward_twice.holders"
 
 
-def _still_holding(record, ops_by_key) -> tuple[str, ...]:
-    """Saved.held_by from a record of _Walk.record_holders: () when the buffer is gone."""
-    storage_ref, cands = record
+def _still_holding(record, held_now: set, alive_cache: dict) -> tuple[str, ...]:
+    """Saved.held_by from a record of _Walk.record_holders: () when the buffer is gone.
+    record: (weak reference to the storage, the storage's holders, the node_key of the slot's own
+    node); held_now: {(node_key, slot)} of the slots this walk read held. The holders of one
+    storage are one list shared by all its slots, so whether each is alive is worked out once per
+    storage (alive_cache), not once per slot: linear in the slots, however many share a buffer."""
+    storage_ref, holders, own = record
     if storage_ref() is None:
         return ()
-    words = []
-    for word, ref, node_slot in cands:
-        if ref is not None:
-            alive = ref() is not None
-        else:
-            other = ops_by_key.get(node_slot[0])
-            alive = other is not None and any(s.slot == node_slot[1] and s.state is SavedState.HELD
-                                              for s in other.saved)
-        if alive and word not in words:
-            words.append(word)
-    return tuple(words) or ("something not drawn here",)
+    alive = alive_cache.get(id(holders))
+    if alive is None:
+        # word -> up to two (position, node key) entries with different keys (None: a leaf or a
+        # variable): enough to say where the word comes first for any slot's own node
+        alive = {}
+        for pos, (word, ref, node_slot) in enumerate(holders):
+            live = ref() is not None if ref is not None else node_slot in held_now
+            if not live:
+                continue
+            key = None if ref is not None else node_slot[0]
+            seen = alive.setdefault(word, [])
+            if not seen or (len(seen) == 1 and seen[0][1] != key):
+                seen.append((pos, key))
+        alive_cache[id(holders)] = alive
+    first = []
+    for word, seen in alive.items():
+        pos = next((p for p, key in seen if key is None or key != own), None)
+        if pos is not None:
+            first.append((pos, word))
+    return tuple(w for _, w in sorted(first)) or ("something not drawn here",)
 
 
 def saved_slots(fn, functions: bool = True):
@@ -794,17 +807,22 @@ class _Walk:
         for key, slots in by_storage.items():
             if key is None:
                 continue
-            for fn, slot, t in slots:
-                cands = [(f"leaf {n}", weakref.ref(v), None) for n, v in leaves.get(key, ())]
-                cands += [(f"variable {n}", weakref.ref(v), None) for n, v in named.get(key, ())]
-                cands += [(f"node {other.name()}", None, (node_key(other), s2))
-                          for other, s2, _ in slots if other is not fn]
+            # one list of holders per storage, shared by its slots (each slot's own node is left
+            # out when read: _still_holding), so k slots of one buffer cost k, not k squared
+            keys = {fn: node_key(fn) for fn, _, _ in slots}
+            holders = [(f"leaf {n}", weakref.ref(v), None) for n, v in leaves.get(key, ())]
+            holders += [(f"variable {n}", weakref.ref(v), None) for n, v in named.get(key, ())]
+            holders += [(f"node {fn.name()}", None, (keys[fn], s2)) for fn, s2, _ in slots]
+            storage_ref = weakref.ref(slots[0][2].untyped_storage())
+            for fn, slot, _ in slots:
                 try:
-                    fn.metadata.setdefault(_HOLDERS_KEY, {})[slot] = (weakref.ref(t.untyped_storage()), cands)
+                    fn.metadata.setdefault(_HOLDERS_KEY, {})[slot] = (storage_ref, holders, keys[fn])
                 except (AttributeError, RuntimeError, TypeError):
                     continue
         self.held_now = {}
-        ops_by_key = {k: self.snap.ops[i] for i, k in self.snap.node_keys.items() if i in self.snap.ops}
+        held_now = {(self.snap.node_keys[i], s.slot) for i, op in self.snap.ops.items()
+                    for s in op.saved if s.state is SavedState.HELD and i in self.snap.node_keys}
+        alive_cache: dict = {}
         for fn, nid in self.node_id.items():
             op = self.snap.ops.get(nid)
             if op is None or not any(s.state is SavedState.FREED for s in op.saved):
@@ -813,7 +831,7 @@ class _Walk:
                 records = fn.metadata.get(_HOLDERS_KEY, {})
             except (AttributeError, RuntimeError):
                 continue
-            op.saved = [dataclasses.replace(s, held_by=_still_holding(records[s.slot], ops_by_key))
+            op.saved = [dataclasses.replace(s, held_by=_still_holding(records[s.slot], held_now, alive_cache))
                         if s.state is SavedState.FREED and s.slot in records else s for s in op.saved]
 
     def count_hidden(self) -> None:
