@@ -32,6 +32,7 @@ from .snapshot import (
     dtype_name,
     fmt_number,
     fmt_values,
+    gc_paused,
 )
 
 # Hard ceiling on how many nodes one walk touches (drawn + counted beyond the cap).
@@ -53,6 +54,7 @@ class SavedTensorModified(RuntimeError):
 
 # --------------------------------------------------------------------------------
 _SAVED_ATTRS: dict[type, list[str]] = {}
+_SLOTS: dict[type, tuple[tuple[str, str, str | None], ...]] = {}
 
 
 def _saved_attr_names(fn) -> list[str]:
@@ -67,7 +69,20 @@ def _saved_attr_names(fn) -> list[str]:
         if "saved_tensors" in attrs and not names:
             names = ["saved_tensors"]
         _SAVED_ATTRS[cls] = names
+        # (attribute, slot, its raw SavedTensor attribute or None when the class has none: a
+        # saved size or flag), so a node's slots are read without asking for absent attributes
+        _SLOTS[cls] = tuple((a, a[len("_saved_"):] if a.startswith("_saved_") else a,
+                             raw if (raw := "_raw_" + a.lstrip("_")) in attrs else None) for a in names)
     return names
+
+
+def _slots_of(fn) -> tuple[tuple[str, str, str | None], ...]:
+    """(attribute, slot, raw attribute or None) for each thing a node's class saves (cached)."""
+    slots = _SLOTS.get(type(fn))
+    if slots is None:
+        _saved_attr_names(fn)
+        slots = _SLOTS[type(fn)]
+    return slots
 
 
 def _is_freed_error(err: RuntimeError) -> bool:
@@ -120,9 +135,12 @@ def _is_transpose(g, h) -> bool:
 def _tensor_saved(slot, t, storages, node="") -> Saved:
     """A held saved tensor; named after a tensor the caller named if they share memory: '= a'
     when it is `a` seen the same way (shape, strides, offset, dtype), '= a.T' when it is a 2-D `a`
-    transposed, else 'shares memory with a'."""
-    refuse_nested(t, f"the tensor {node}saved as {slot!r}")
-    named = storages.get(_storage_key(t), []) if storages else []
+    transposed, else 'shares memory with a'. node: the node's name, or the node (named only in
+    an error message)."""
+    if t.is_nested:
+        refuse_nested(t, f"the tensor {node if isinstance(node, str) else node.name() + ' '}saved as {slot!r}")
+    storage = _storage_key(t)
+    named = storages.get(storage, ()) if storages else ()
     alias, view = None, False
     if named:
         geometry = _geometry(t)
@@ -132,22 +150,26 @@ def _tensor_saved(slot, t, storages, node="") -> Saved:
     # its bytes: what its view reads, but never more than the buffer behind it (an expanded, stride-0
     # mask reads 4 KiB of a 256 B buffer and holds 256 B). On device 'meta' the buffer has a size and
     # no data: the size is what it would take.
-    nbytes, view_nbytes = _saved_bytes(t)
+    nbytes, view_nbytes = _saved_bytes(t, storage)
     kind = _saved_kind(slot, t, named=bool(named))
     return Saved(slot=slot, is_tensor=True, state=SavedState.HELD, shape=tuple(t.shape),
                  dtype=dtype_name(t.dtype), nbytes=nbytes, view_nbytes=view_nbytes,
-                 alias=alias, alias_view=view, storage=_storage_key(t), kind=kind)
+                 alias=alias, alias_view=view, storage=storage, kind=kind)
 
 
-def _saved_bytes(t) -> tuple[int, int | None]:
+def _saved_bytes(t, storage=False) -> tuple[int, int | None]:
     """(bytes of `t`: its view's, at most its storage's; the view's bytes when they are more than its
     storage's (an expanded view), else None). A slice of a bigger buffer counts its own bytes here;
-    the buffer it keeps alive is counted by storage in Snapshot.memory()."""
+    the buffer it keeps alive is counted by storage in Snapshot.memory(). storage: its _storage_key
+    when already read (its last item is the storage's bytes; None: no storage)."""
     view = t.numel() * t.element_size()
-    try:
-        buffer = t.untyped_storage().nbytes()
-    except Exception:        # no storage to ask (a wrapper subclass): the view's own size
-        return view, None
+    if storage:
+        buffer = storage[2]
+    else:
+        try:
+            buffer = t.untyped_storage().nbytes()
+        except Exception:        # no storage to ask (a wrapper subclass): the view's own size
+            return view, None
     return (buffer, view) if view > buffer else (view, None)
 
 
@@ -159,10 +181,12 @@ def _saved_kind(slot: str, t: torch.Tensor, named: bool = False) -> SavedKind:
     without grad, so what it made (a compiled graph's Tanh output) has no grad_fn either, like data
     given to it. Such a tensor is an input only when a name holds its memory (`named`); else it is
     SavedKind.FUNCTION: either, not told apart."""
-    base = t._base if t._base is not None else t
-    if base.is_leaf and base.requires_grad:
+    base = t._base
+    if base is None:
+        base = t
+    if base.requires_grad and base.is_leaf:
         return SavedKind.LEAF
-    if t.grad_fn is not None or base.grad_fn is not None or slot.startswith("result"):
+    if slot.startswith("result") or t.grad_fn is not None or base.grad_fn is not None:
         return SavedKind.ACTIVATION
     if slot.startswith("saved_tensors") and not named:
         return SavedKind.FUNCTION
@@ -192,11 +216,14 @@ NOT_UNPACKED = "not unpacked"   # Saved.value of a slot a hook packed into somet
 SAFE_UNPACK_HOOKS: set = set()   # unpack hooks that run no user code (backward_twice.memory registers its own)
 
 
-def _raw_saved(fn, attr):
+def _raw_saved(fn, attr, raw_attr: str | None = ""):
     """The SavedTensor object(s) behind `fn.<attr>` (one, or a tuple), or None when torch has none
-    (a custom Function's `_raw_saved_tensors` raises once backward freed them: None too)."""
+    (a custom Function's `_raw_saved_tensors` raises once backward freed them: None too).
+    raw_attr: its name when known (None: the class has none), else worked out from `attr`."""
+    if raw_attr is None:
+        return None
     try:
-        return getattr(fn, "_raw_" + attr.lstrip("_"), None)
+        return getattr(fn, raw_attr or "_raw_" + attr.lstrip("_"), None)
     except RuntimeError:
         return None
 
@@ -207,14 +234,18 @@ def _checkpoint_holder_type():
     return getattr(checkpoint, "_Holder", None)
 
 
-def _hooked_saved(fn, attr) -> list | None:
+def _hooked_saved(fn, attr, raw_attr: str | None = "") -> list | None:
     """[(slot suffix, packed object or None when freed)] when `fn.<attr>` was packed by a
     saved-tensor hook that may run user code (then it is never unpacked), else None: read it
     the ordinary way (no hook, or a hook in SAFE_UNPACK_HOOKS)."""
-    raw = _raw_saved(fn, attr)
+    raw = _raw_saved(fn, attr, raw_attr)
     if raw is None:
         return None
     many = isinstance(raw, (tuple, list))
+    if not many:                # the common case: one tensor, no hook
+        hook = getattr(raw, "unpack_hook", None)
+        if hook is None or hook in SAFE_UNPACK_HOOKS:
+            return None
     items = list(raw) if many else [raw]
     hooks = [getattr(r, "unpack_hook", None) for r in items]
     if all(h is None or h in SAFE_UNPACK_HOOKS for h in hooks):
@@ -284,11 +315,10 @@ def saved_slots(fn, functions: bool = True):
     - ("value", what reading it the ordinary way gave: no hook, or one in SAFE_UNPACK_HOOKS);
     - ("error", the exception that reading raised: freed by backward, changed in place, ...).
     functions=False leaves out a custom autograd.Function's `saved_tensors`."""
-    for attr in _saved_attr_names(fn):
-        if not functions and not attr.startswith("_saved_"):
+    for attr, slot, raw_attr in _slots_of(fn):
+        if not functions and attr == slot:     # a custom Function's saved_tensors
             continue
-        slot = attr[len("_saved_"):] if attr.startswith("_saved_") else attr
-        hooked = _hooked_saved(fn, attr)
+        hooked = _hooked_saved(fn, attr, raw_attr)
         if hooked is not None:   # packed by a hook that may run user code: never unpacked
             for suffix, packed in hooked:
                 yield slot + suffix, "packed", packed
@@ -347,7 +377,7 @@ def _read_saved(fn, storages, seen: dict | None = None) -> list[Saved]:
                 out.append(Saved(slot, True, state, value=value, modified=modified))
             continue
         if isinstance(value, torch.Tensor):
-            out.append(_tensor_saved(slot, value, storages, f"{fn.name()} "))
+            out.append(_tensor_saved(slot, value, storages, fn))
             known[slot] = out[-1]
             if seen is not None:
                 seen[(fn, slot)] = value
@@ -355,7 +385,7 @@ def _read_saved(fn, storages, seen: dict | None = None) -> list[Saved]:
                 isinstance(v, torch.Tensor) or v is None for v in value):
             for i, v in enumerate(value):
                 if v is not None:
-                    out.append(_tensor_saved(f"{slot}[{i}]", v, storages, f"{fn.name()} "))
+                    out.append(_tensor_saved(f"{slot}[{i}]", v, storages, fn))
                     known[out[-1].slot] = out[-1]
                     if seen is not None:
                         seen[(fn, out[-1].slot)] = v
@@ -490,6 +520,12 @@ def snapshot_with_ids(*roots, names=None, max_nodes=300, focus=None) -> tuple[Sn
     check_roots(roots, names)
     check_max_nodes(max_nodes)
     items = None if focus is None else check_focus(focus)
+    with gc_paused():
+        return _walk(roots, names, max_nodes, items)
+
+
+def _walk(roots, names, max_nodes, items) -> tuple[Snapshot, dict[Node, str]]:
+    """The phases of one walk, in order (snapshot_with_ids, inputs checked)."""
     names, root_names = _name_roots(roots, names)
     focus_names = None if items is None else _name_focus(items, names)
     walk = _Walk(names, root_names, max_nodes)
