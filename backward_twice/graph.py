@@ -62,10 +62,36 @@ class ComparePicture(Picture):
         self.titles, self.ran_text = titles, ran_text
         text = (f"== {titles[0]} ==\n{describe(before)}\n== {titles[1]} ==\n{describe(after)}\n"
                 f"== change ==\n{changes(before, after)}" + (f"\n{ran_text}" if ran_text else ""))
-        marks = render.Marks(ran=self.ran, changed=changed_grads(before, after))
-        sizes = render.pair_sizes(before, after, titles, marks)   # a node: same size, same place
-        super().__init__(render.pair_dot(before, after, titles, marks, sizes=sizes),
-                         text, alternative=render.stacked_dots(before, after, titles, marks, sizes=sizes))
+        self._marks = render.Marks(ran=self.ran, changed=changed_grads(before, after))
+        self._dots = None
+        super().__init__(None, text)
+
+    # The pair's DOT (and the layout that measures its boxes) is made when first asked for: when
+    # the picture is shown, not when watch() takes its snapshots around the backward call.
+    def _pair_dots(self):
+        if self._dots is None:
+            b, a, t, m = self.before, self.after, self.titles, self._marks
+            sizes = render.pair_sizes(b, a, t, m)   # a node: same size, same place
+            self._dots = [render.pair_dot(b, a, t, m, sizes=sizes), render.stacked_dots(b, a, t, m, sizes=sizes)]
+        return self._dots
+
+    @property
+    def dot(self) -> str:
+        return self._pair_dots()[0]
+
+    @dot.setter
+    def dot(self, value) -> None:
+        if value is not None:       # Picture sets what it drew (the stacked pictures)
+            self._pair_dots()[0] = value
+
+    @property
+    def alternative(self):
+        return self._pair_dots()[1]
+
+    @alternative.setter
+    def alternative(self, value) -> None:
+        if value is not None:
+            self._pair_dots()[1] = value
 
 
     def after_view(self, spotlight=None) -> Picture:
@@ -268,7 +294,7 @@ class Watch:
         self.after = None
         self.raised = None
         try:
-            self.trace = BackwardTrace(*roots, keep_grads=False)
+            self.trace = BackwardTrace(*roots, keep_grads=False, starts=False)
         except GraphInputError:      # too big to hook node by node: no ran marks
             self.trace = None
 
@@ -309,19 +335,20 @@ def ran_marks(trace: BackwardTrace, ids: dict, snap: Snapshot) -> tuple[dict, st
     the graph's nodes to `snap`'s ids (walk.snapshot_with_ids)."""
     ran: dict[str, tuple[int, ...]] = {}
     words = []
-    for k, step in enumerate(trace.steps, 1):
-        nid = ids.get(trace.nodes[step.node_index])
-        if nid is None:
-            words.append(step.name + " (not drawn)")
-            continue
-        ran[nid] = ran.get(nid, ()) + (k,)
-        t = snap.tensors.get(nid)
-        words.append(f"{nid} {step.name}" if t is None else f"AccumulateGrad of {t.name}")
-    if not words:
+    order = trace.ran_order()
+    for k, i in enumerate(order, 1):
+        fn = trace.nodes[i]
+        nid = ids.get(fn)
+        if nid is not None:
+            ran[nid] = ran.get(nid, ()) + (k,)
+        if len(words) < RAN_LISTED:       # only these are named (a backward of 20k nodes: 12)
+            t = None if nid is None else snap.tensors.get(nid)
+            words.append(f"{fn.name()} (not drawn)" if nid is None else
+                         f"{nid} {fn.name()}" if t is None else f"AccumulateGrad of {t.name}")
+    if not order:
         return ran, "backward ran no node of this graph"
-    listed = ", ".join(words[:RAN_LISTED]) + (f", ... ({len(words) - RAN_LISTED} more)"
-                                             if len(words) > RAN_LISTED else "")
-    return ran, f"backward ran {len(words)} node(s), in this order: {listed}"
+    listed = ", ".join(words) + (f", ... ({len(order) - RAN_LISTED} more)" if len(order) > RAN_LISTED else "")
+    return ran, f"backward ran {len(order)} node(s), in this order: {listed}"
 
 
 @contextlib.contextmanager

@@ -305,7 +305,11 @@ def _still_holding(record, held_now: set, alive_cache: dict) -> tuple[str, ...]:
     return tuple(w for _, w in sorted(first)) or ("something not drawn here",)
 
 
-def saved_slots(fn, functions: bool = True):
+# What reading a slot raises once backward freed it, given without reading it (saved_slots' `held`)
+_FREED = RuntimeError("the saved tensor was freed by backward (its SavedTensor holds no data)")
+
+
+def saved_slots(fn, functions: bool = True, held=()):
     """What node `fn` saved, slot by slot, read without running a saved-tensor hook that may run
     user code: the one reader of a live node's saved tensors (backward_twice.walk draws from it,
     backward_twice.diagnose diagnoses from it). Yields (slot, how, what):
@@ -314,7 +318,10 @@ def saved_slots(fn, functions: bool = True):
       one of several;
     - ("value", what reading it the ordinary way gave: no hook, or one in SAFE_UNPACK_HOOKS);
     - ("error", the exception that reading raised: freed by backward, changed in place, ...).
-    functions=False leaves out a custom autograd.Function's `saved_tensors`."""
+    functions=False leaves out a custom autograd.Function's `saved_tensors`.
+    held: slots an earlier walk read as tensors. Such a slot whose SavedTensor now holds no data
+    was freed (a tensor, once saved, is never undefined): ("error", a freed error) without
+    reading it, as reading it would raise exactly that, at the cost of a C++ exception a slot."""
     for attr, slot, raw_attr in _slots_of(fn):
         if not functions and attr == slot:     # a custom Function's saved_tensors
             continue
@@ -323,6 +330,11 @@ def saved_slots(fn, functions: bool = True):
             for suffix, packed in hooked:
                 yield slot + suffix, "packed", packed
             continue
+        if slot in held and raw_attr is not None and attr != slot:
+            raw = _raw_saved(fn, attr, raw_attr)
+            if raw is not None and not isinstance(raw, (tuple, list)) and raw.data is None:
+                yield slot, "error", _FREED
+                continue
         try:
             value = getattr(fn, attr)
         except Exception as err:  # freed by backward, changed in place, or a saved-tensor hook failed
@@ -356,7 +368,7 @@ def _read_saved(fn, storages, seen: dict | None = None) -> list[Saved]:
     except (AttributeError, RuntimeError):
         known = {}
     out = []
-    for slot, how, value in saved_slots(fn):
+    for slot, how, value in saved_slots(fn, held=known):
         if how == "packed":   # by a hook that may run user code: never unpacked
             saved = _packed_saved(slot, value, storages, f"{fn.name()} ")
             prev = known.get(saved.slot)
@@ -885,24 +897,28 @@ class _Walk:
             if id(t) not in leaves:
                 leaves.add(id(t))
                 snap.hidden_by_type["leaf"] += 1
-        while stack:
-            fn = stack.pop()
+        by_type = snap.hidden_by_type
+        push, pop, mark, keep_it = stack.append, stack.pop, seen.add, keep.append
+        while stack:      # up to 20,000 nodes: the loop is kept tight
+            fn = pop()
             if fn in seen:
                 continue
-            seen.add(fn)
-            keep.append(fn)
+            mark(fn)
+            keep_it(fn)
             if is_leaf_node(fn):
                 if id(fn.variable) in leaves:
                     continue  # a leaf passed as a root: drawn or counted already
                 leaves.add(id(fn.variable))
-                snap.hidden_by_type["leaf"] += 1
+                by_type["leaf"] += 1
             else:
-                snap.hidden_by_type[fn.name()] += 1
+                by_type[fn.name()] += 1
             if len(seen) >= COUNT_LIMIT:
                 snap.count_capped = True
                 break
-            stack.extend(n for n, _ in fn.next_functions if n is not None)
-        snap.total_nodes += sum(snap.hidden_by_type.values())
+            for n, _ in fn.next_functions:
+                if n is not None and n not in seen:
+                    push(n)
+        snap.total_nodes += sum(by_type.values())
 
     def summarise_above(self) -> None:
         """Phase 5 with focus=: what lies between the roots and the focus, counted by type,

@@ -318,7 +318,7 @@ def test_a_tiny_cap_still_draws_the_stop_and_counts_the_rest():
     ns, err, stop = failing("lstm_tuple")
     d = why_backward_failed(err, names=ns, max_nodes=3)
     assert _stop_box(stop.stopped_in) in d.picture.dot          # drawn, in the stop's colour
-    drawn = re.findall(r"^\t(?:op|leaf|t_)\w* \[label=", d.picture.dot, re.M)
+    drawn = re.findall(r"^\t+(?:op|leaf|t_)\w* \[label=", d.picture.dot, re.M)
     assert len(drawn) <= 3
     assert d.picture.text.startswith("focus on ") and "NOT DRAWN" in d.picture.text
 
