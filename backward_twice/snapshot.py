@@ -269,6 +269,28 @@ class AboveFocus:
         return ", ".join(f"{k} x{n}" for k, n in items) + more
 
 
+@dataclass(frozen=True, eq=False)
+class DrawOptions:
+    """What a picture of a graph shows: one value that draw(), watch() and the other entry points
+    hand to the walk, which records it on the Snapshot the scene is built from. Every option goes
+    through `shows`, the one visibility rule, before the cap: max_nodes counts only the boxes
+    drawn, so every option composes with max_nodes and focus by construction.
+
+    max_nodes: at most this many boxes of the graph's nodes (ops and leaves) are drawn, the rest
+        counted in one box. focus: a tensor or node (or a list) the roots were computed from: only
+        what feeds it is walked. hide_params: leaves (parameters, each an AccumulateGrad) are not
+        drawn, only counted and named in the text form; a leaf given as a root or a focus is."""
+
+    max_nodes: int = 300
+    focus: object = None
+    hide_params: bool = False
+
+    def shows(self, leaf: bool, given: bool = False) -> bool:
+        """Whether a node of the graph gets a box (the cap aside): `leaf` for a leaf's
+        AccumulateGrad, `given` for a node the caller passed (a root or a focus)."""
+        return given or not (leaf and self.hide_params)
+
+
 @dataclass
 class Snapshot:
     """Everything a picture of the graph needs, with no reference to the graph."""
@@ -292,6 +314,10 @@ class Snapshot:
     # identity), so a BackwardTrace of the same graph maps onto these ids. Internal only: never
     # printed, not compared.
     node_keys: dict[str, tuple] = field(default_factory=dict, compare=False, repr=False)
+    # names of the leaves DrawOptions.hide_params left out (counted in total_nodes, not drawn)
+    params_hidden: list[str] = field(default_factory=list)
+    # the options it was walked with (None: a Snapshot built by hand)
+    options: DrawOptions | None = field(default=None, compare=False, repr=False)
 
     # -- what each node is ----------------------------------------------------------
     def role(self, node_id: str) -> Role:
@@ -305,8 +331,9 @@ class Snapshot:
 
     @property
     def hidden_count(self) -> int:
-        """Ops and leaves beyond max_nodes: counted in `total_nodes`, not drawn."""
-        return self.total_nodes - len(self.ops) - self.leaf_count
+        """Ops and leaves beyond max_nodes: counted in `total_nodes`, not drawn (the leaves an
+        option hid apart: `params_hidden`)."""
+        return self.total_nodes - len(self.ops) - self.leaf_count - len(self.params_hidden)
 
     # -- the graph's shape, read from the ids (no live graph needed) ---------------
     def under(self, start_ids) -> set[str]:

@@ -21,6 +21,7 @@ from torch.autograd.graph import Node
 # The data model and the formatters live in backward_twice.snapshot (notebooks import them from there).
 from .snapshot import (
     AboveFocus,
+    DrawOptions,
     GraphInputError,
     Op,
     Role,
@@ -31,6 +32,7 @@ from .snapshot import (
     TensorBox,
     dtype_name,
     fmt_number,
+    fmt_shape,
     fmt_values,
     gc_paused,
 )
@@ -506,12 +508,15 @@ def not_a_tensor(where, obj) -> str:
     return f"{where} is {kind}, not a torch.Tensor: {hint}"
 
 
-def snapshot(*roots, names=None, max_nodes=300, focus=None) -> Snapshot:
+def snapshot(*roots, names=None, max_nodes=300, focus=None, hide_params=False,
+             options: DrawOptions | None = None) -> Snapshot:
     """Walk the graph behind `roots` (tensors) and record it.
 
     focus: a tensor the roots were computed from, a grad_fn node, or a list of them: only
     the part of the graph under the focus (what feeds it) is recorded, and what lies between
     the roots and the focus is counted in `Snapshot.above`.
+    hide_params: leaves are not recorded, only named in `Snapshot.params_hidden`.
+    options: a DrawOptions, instead of max_nodes, focus and hide_params.
 
     Example (run by tests/test_docstrings.py):
 
@@ -522,25 +527,29 @@ def snapshot(*roots, names=None, max_nodes=300, focus=None) -> Snapshot:
         >>> bt.saved_states(snap)
         {'MulBackward0.other': 'held', 'MulBackward0.self': 'held'}
     """
-    return snapshot_with_ids(*roots, names=names, max_nodes=max_nodes, focus=focus)[0]
+    return snapshot_with_ids(*roots, names=names, max_nodes=max_nodes, focus=focus, hide_params=hide_params,
+                             options=options)[0]
 
 
-def snapshot_with_ids(*roots, names=None, max_nodes=300, focus=None) -> tuple[Snapshot, dict[Node, str]]:
+def snapshot_with_ids(*roots, names=None, max_nodes=300, focus=None, hide_params=False,
+                      options: DrawOptions | None = None) -> tuple[Snapshot, dict[Node, str]]:
     """`snapshot(...)`, and {grad_fn: its id in the snapshot ('op3', 'leaf1')} for the nodes
     drawn: what the stepper needs to name live nodes. The dict holds references to the nodes,
     so keep it no longer than the graph itself."""
+    if options is None:
+        options = DrawOptions(max_nodes=max_nodes, focus=focus, hide_params=hide_params)
     check_roots(roots, names)
-    check_max_nodes(max_nodes)
-    items = None if focus is None else check_focus(focus)
+    check_max_nodes(options.max_nodes)
+    items = None if options.focus is None else check_focus(options.focus)
     with gc_paused():
-        return _walk(roots, names, max_nodes, items)
+        return _walk(roots, names, options, items)
 
 
-def _walk(roots, names, max_nodes, items) -> tuple[Snapshot, dict[Node, str]]:
+def _walk(roots, names, options: DrawOptions, items) -> tuple[Snapshot, dict[Node, str]]:
     """The phases of one walk, in order (snapshot_with_ids, inputs checked)."""
     names, root_names = _name_roots(roots, names)
     focus_names = None if items is None else _name_focus(items, names)
-    walk = _Walk(names, root_names, max_nodes)
+    walk = _Walk(names, root_names, options)
     if items is None:
         walk.add_roots(roots)
     else:
@@ -551,6 +560,7 @@ def _walk(roots, names, max_nodes, items) -> tuple[Snapshot, dict[Node, str]]:
     walk.count_hidden()
     walk.summarise_above()
     walk.snap.on_meta = any(getattr(t, "is_meta", False) for t in roots)
+    walk.snap.options = options
     return walk.snap, walk.node_id
 
 
@@ -650,8 +660,8 @@ class _Walk:
     and `Snapshot.role(id)` says what it is.
     """
 
-    def __init__(self, names: dict[str, torch.Tensor], root_names: list[str], max_nodes: int):
-        self.root_names, self.max_nodes = root_names, max_nodes
+    def __init__(self, names: dict[str, torch.Tensor], root_names: list[str], options: DrawOptions):
+        self.root_names, self.options, self.max_nodes = root_names, options, options.max_nodes
         # Who is who: named non-leaf tensors by their grad_fn, leaves by identity, storages.
         self.by_fn: dict[Node, list[tuple[str, torch.Tensor]]] = {}   # grad_fn -> [(name, tensor)] for named non-leaf tensors
         self.leaf_name: dict[int, str] = {}      # id(leaf tensor) -> name
@@ -674,6 +684,7 @@ class _Walk:
         self.queue: deque[tuple[Node, str]] = deque()   # (grad_fn, id) of ops whose inputs are not walked yet
         self.hidden: list[Node] = []   # nodes met beyond the cap
         self.hidden_leaves: list[torch.Tensor] = []   # leaves passed as roots, beyond the cap
+        self.not_shown: set[Node] = set()   # nodes an option hides (DrawOptions.shows): no box, no cap
         self.edge_set: set[tuple[str, str]] = set()   # membership for snap.edges (a list, in discovery order)
         self.cut_set: set[str] = set()
         self.focus: list | None = None     # with focus=: [(tensor or node, its node, its name)]
@@ -692,11 +703,14 @@ class _Walk:
         self.keep.append(leaf)
         return nid
 
-    def _visit(self, fn) -> tuple[str | None, bool]:
+    def _visit(self, fn, given: bool = False) -> tuple[str | None, bool]:
         """(id of fn, False) once fn is drawn (an op is queued for its inputs); (None, True)
-        when the cap is reached."""
+        when the cap is reached; (None, False) when an option hides it (DrawOptions.shows: it
+        takes no room under the cap). given: fn is a focus the caller passed."""
         if fn in self.node_id:
             return self.node_id[fn], False
+        if fn in self.not_shown:
+            return None, False
         is_leaf = is_leaf_node(fn)
         if is_leaf:
             leaf = fn.variable
@@ -705,6 +719,11 @@ class _Walk:
                 self.node_id[fn] = self.leaf_box[id(leaf)]
                 self.snap.node_keys[self.node_id[fn]] = node_key(fn)
                 return self.node_id[fn], False
+        if not self.options.shows(is_leaf, given):     # the one visibility rule, before the cap
+            self.not_shown.add(fn)
+            self.keep.append(fn)
+            self.snap.params_hidden.append(self.leaf_name.get(id(fn.variable), f"leaf {fmt_shape(fn.variable.shape)}"))
+            return None, False
         if self._full():
             return None, True
         self.keep.append(fn)
@@ -793,7 +812,7 @@ class _Walk:
                     self.leaf_name.setdefault(id(f), name)
                     self._new_leaf(f)
                 continue
-            _, over = self._visit(fn)
+            _, over = self._visit(fn, given=True)
             if over:
                 self.hidden.append(fn)
 
@@ -811,6 +830,8 @@ class _Walk:
                     if nid not in self.cut_set:
                         self.cut_set.add(nid)
                         snap.cut_at.append(nid)
+                    continue
+                if src is None:      # hidden by an option
                     continue
                 if (src, nid) not in self.edge_set:
                     self.edge_set.add((src, nid))
@@ -885,11 +906,11 @@ class _Walk:
     def count_hidden(self) -> None:
         """Phase 4: the nodes beyond the cap, counted by type (iteratively, up to COUNT_LIMIT)."""
         snap = self.snap
-        snap.total_nodes = len(snap.ops) + len(self.leaf_box)
+        snap.total_nodes = len(snap.ops) + len(self.leaf_box) + len(snap.params_hidden)
         if not (self.hidden or self.hidden_leaves):
             return
         snap.truncated = True
-        seen = set(self.node_id)
+        seen = set(self.node_id) | self.not_shown
         stack = list(self.hidden)
         keep = []
         leaves = set(self.leaf_box)  # ids of leaf tensors drawn or counted: each counts once

@@ -53,7 +53,7 @@ def test_the_dot_writer_writes_every_box_and_edge_of_the_scene():
 @given(st.text())
 def test_escape_matches_html_escape_plus_braces(text):
     # no-break space, times and ellipsis as character references: the same glyphs, plain ASCII DOT
-    want = html.escape(text, quote=True).replace("{", "&#123;").replace("}", "&#125;")
+    want = html.escape(text, quote=True).replace("{", "&#123;").replace("}", "&#125;").replace("\\", "\\\\")
     for char, ref in (("\xa0", "&#160;"), ("\u00d7", "&#215;"), ("\u2026", "&#8230;")):
         want = want.replace(char, ref)
     assert render.esc(text) == want
@@ -573,3 +573,35 @@ def test_an_after_view_with_nothing_to_fold_keeps_its_full_title():
         loss.backward()
     view = w.after_view()
     assert "(unchanged boxes faded)" in view.text.splitlines()[0] and "unchanged node" not in view.dot
+
+
+def test_labels_with_markup_characters_show_literally_in_the_svg():
+    """Text with <, >, \\, " and { in every kind of label the one writer makes (graphviz.Digraph
+    reads '<...>' as HTML and passes backslashes on): an HTML table (a leaf's name), the framed
+    title, the plain title (graphviz.nohtml, backslashes doubled) and an edge's mark; Graphviz's
+    SVG shows each exactly as given."""
+    import xml.etree.ElementTree as ET
+
+    from backward_twice.picture import dot_writer
+    from backward_twice.picture.build import scene_of
+
+    weird = ['<lambda>', 'a\\nb "q" {x}', '<b>x</b> \\N']
+    a = torch.tensor([1.0, 2.0], requires_grad=True)
+    b = torch.tensor([3.0, 4.0], requires_grad=True)
+    out = (a * b).sum()
+    snap = snapshot(out, names={weird[0]: a, weird[1]: b, weird[2]: out})
+    framed = render.to_dot(snap, title=weird[1])
+    scene = scene_of(snap, legend=False)
+    scene.title = weird[2] + " " + weird[0]           # a plain (quoted, not HTML) graph label
+    plain = dot_writer.write(scene)
+    assert 'label="&lt;b&gt;x&lt;/b&gt; \\\\N &lt;lambda&gt;"' in plain     # nohtml: quoted, escaped
+
+    def texts(dot):
+        root = ET.fromstring(render.svg_from_dot(dot))
+        return [el.text or "" for el in root.iter("{http://www.w3.org/2000/svg}text")]
+
+    shown = texts(framed)
+    for w in weird:
+        assert w in shown, (w, shown)
+    assert weird[1] in shown                                     # the title, in its frame
+    assert weird[2] + " " + weird[0] in texts(plain)

@@ -19,17 +19,22 @@ GRAPH_ATTRS = {"fontname": "Helvetica", "fontsize": "11", "nodesep": "0.2",
                # Small pictures come out identical; without the bound, a weight shared by many
                # layers has so many crossing edges that the passes run for minutes at 300 nodes.
                "nslimit": "2", "nslimit1": "2", "ordering": "out", "rankdir": "TB", "ranksep": "0.15"}
-NODE_ATTRS = {"fontname": "Helvetica", "fontsize": "11"}
+# Every box is an HTML table with no margin of its own: set once for the graph, not on every node.
+NODE_ATTRS = {"fontname": "Helvetica", "fontsize": "11", "margin": "0", "shape": "plaintext"}
+GRAPHVIZ_MARGIN = "0.11,0.055"     # Graphviz's own default node margin: the count boxes keep it
 EDGE_ATTRS = {"arrowsize": "0.6", "color": EDGE}
 
 _ESC = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#x27;",
                       "{": "&#123;", "}": "&#125;", "\u00a0": "&#160;", "\u00d7": "&#215;",
-                      "\u2026": "&#8230;"})
+                      "\u2026": "&#8230;",
+                      # Graphviz reads \N, \G, \L ... in any label, HTML ones too (after character
+                      # references): a backslash doubled shows as one
+                      "\\": "\\\\"})
 _ESC_CACHE: dict[str, str] = {}
 
 
 def esc(text) -> str:
-    """User text for a Graphviz HTML label (quotes, braces, <script> stay text), in one pass."""
+    """User text for a Graphviz label (quotes, braces, <script>, backslashes stay text), in one pass."""
     text = str(text)
     done = _ESC_CACHE.get(text)
     if done is None:
@@ -40,10 +45,10 @@ def esc(text) -> str:
 
 
 def plain(text) -> graphviz.nohtml:
-    """User text as a plain (quoted, not HTML) label: character references for <, >, &, quotes and
-    braces (Graphviz reads them in any label), backslashes doubled (else '\\n' is a line break),
-    marked nohtml so that '<lambda>' is never taken for HTML."""
-    return graphviz.nohtml(esc(text).replace("\\", "\\\\"))
+    """User text as a plain (quoted, not HTML) label: `esc`'s character references (Graphviz reads
+    them in any label) and doubled backslashes (else '\\n' is a line break), marked nohtml so that
+    '<lambda>' is never taken for HTML."""
+    return graphviz.nohtml(esc(text))
 
 
 def html(markup: str) -> str:
@@ -140,10 +145,10 @@ def digraph(graph_attrs=None, node_attrs=None) -> graphviz.Digraph:
 
 
 def _node(g: graphviz.Digraph, box: Box, prefix: str) -> None:
-    attrs = {"shape": "plaintext", **box.attrs}
-    if not box.simple:
-        attrs["margin"] = "0"
-    g.node(prefix + box.id, label(box), **attrs)
+    if box.simple:
+        g.node(prefix + box.id, label(box), margin=GRAPHVIZ_MARGIN, **box.attrs)
+    else:
+        g.node(prefix + box.id, label(box), **box.attrs)
 
 
 def _edge(g: graphviz.Digraph, e: Edge, prefix: str) -> None:
@@ -191,26 +196,28 @@ def add_scene(g: graphviz.Digraph, scene: Scene, prefix: str = "") -> None:
     members: dict = {}
     for box in scene.boxes.values():
         members.setdefault(box.cluster if box.cluster in scene.clusters else None, []).append(box)
-
-    def has_content(cid):
-        return cid in members or any(has_content(k) for k in children.get(cid, ()))
-
-    def emit(into, cid):
-        for box in members.get(cid, ()):
-            _node(into, box, prefix)
-        for k in children.get(cid, ()):
-            if not has_content(k):
-                continue
-            c = scene.clusters[k]
-            sub = graphviz.Digraph(name=f"cluster_{prefix}{k}")
-            sub.attr(label=html(spans_html(c.label)), labeljust="l", style="rounded", color=CLUSTER,
-                     fontsize="10")
-            emit(sub, k)
-            into.subgraph(sub)
-
-    emit(g, None)
+    _emit(g, None, scene, prefix, children, members)
     for e in scene.edges:
         _edge(g, e, prefix)
+
+
+# Module functions, not closures inside add_scene: a recursive closure is a reference cycle that
+# would keep the whole scene alive until the garbage collector runs.
+def _has_content(cid, children, members) -> bool:
+    return cid in members or any(_has_content(k, children, members) for k in children.get(cid, ()))
+
+
+def _emit(into, cid, scene, prefix, children, members) -> None:
+    for box in members.get(cid, ()):
+        _node(into, box, prefix)
+    for k in children.get(cid, ()):
+        if not _has_content(k, children, members):
+            continue
+        c = scene.clusters[k]
+        sub = graphviz.Digraph(name=f"cluster_{prefix}{k}")
+        sub.attr(label=html(spans_html(c.label)), labeljust="l", style="rounded", color=CLUSTER, fontsize="10")
+        _emit(sub, k, scene, prefix, children, members)
+        into.subgraph(sub)
 
 
 def header(graph_attrs=None, node_attrs=None) -> str:
@@ -263,7 +270,7 @@ def write_pair(halves, legend, columns: int = 2) -> str:
 def write_legend(legend, columns: int = 2) -> str:
     """A legend alone, as one box (stacked pictures share it below them; measuring its width)."""
     g = digraph()
-    g.node("legend", legend_html(legend, columns), margin="0", shape="plaintext")
+    g.node("legend", legend_html(legend, columns))
     return g.source
 
 
@@ -276,5 +283,5 @@ def write_boxes(scenes, titles=()) -> str:
             _node(g, b, f"p{i}_")
     for i, t in enumerate(titles):
         if t:
-            g.node(f"t{i}_title", f"<<B>{esc(t)}</B>>", shape="plaintext", fontsize="12")
+            g.node(f"t{i}_title", f"<<B>{esc(t)}</B>>", fontsize="12", margin=GRAPHVIZ_MARGIN)
     return g.source
