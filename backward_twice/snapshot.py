@@ -496,8 +496,17 @@ def gc_paused():
 
 # --------------------------------------------------------------------------------
 # formatting of small values: deterministic by construction
+_SHAPES: dict[tuple, str] = {}
+
+
 def fmt_shape(shape) -> str:
-    return "(" + ", ".join(str(int(d)) for d in shape) + ("," if len(shape) == 1 else "") + ")"
+    key = tuple(shape) if type(shape) is not tuple else shape
+    done = _SHAPES.get(key)
+    if done is None:       # shapes repeat in a picture: each one formatted once (a bounded cache)
+        done = "(" + ", ".join(str(int(d)) for d in shape) + ("," if len(shape) == 1 else "") + ")"
+        if len(_SHAPES) < 4096:
+            _SHAPES[key] = done
+    return done
 
 
 def fmt_bytes(n) -> str:
@@ -609,8 +618,14 @@ def _fmt_sparse(t: torch.Tensor) -> str:
     return f"{fmt_shape(t.shape)} {layout}, {n} stored value{'s' * (n != 1)}, norm {fmt_number(_norm(values))}"
 
 
+_DTYPES: dict = {}
+
+
 def dtype_name(dtype) -> str:
-    return str(dtype).replace("torch.", "")
+    name = _DTYPES.get(dtype)
+    if name is None:
+        name = _DTYPES[dtype] = str(dtype).replace("torch.", "")
+    return name
 
 
 def saved_states(snap: Snapshot) -> dict[str, str]:

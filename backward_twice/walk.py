@@ -410,6 +410,9 @@ def _read_saved(fn, storages, seen: dict | None = None) -> list[Saved]:
     return out
 
 
+_INT_TUPLES: dict[tuple, str] = {}
+
+
 def _fmt_value(v) -> str:
     if type(v) is int:  # the common case (sizes, strides, dims): skip the checks below
         # torch hands a negative int64 (dim=-1, padding_idx=-1) over as its unsigned bits
@@ -418,10 +421,14 @@ def _fmt_value(v) -> str:
         return fmt_number(v)
     if isinstance(v, (tuple, list)):
         if all(type(x) is int for x in v):
-            inner = ", ".join(map(_fmt_value, v))
-        else:
-            inner = ", ".join(_fmt_value(x) for x in v)
-        return "(" + inner + ("," if len(v) == 1 else "") + ")"
+            key = tuple(v)      # sizes and strides repeat: each formatted once (a bounded cache)
+            done = _INT_TUPLES.get(key)
+            if done is None:
+                done = "(" + ", ".join(map(_fmt_value, v)) + ("," if len(v) == 1 else "") + ")"
+                if len(_INT_TUPLES) < 4096:
+                    _INT_TUPLES[key] = done
+            return done
+        return "(" + ", ".join(_fmt_value(x) for x in v) + ("," if len(v) == 1 else "") + ")"
     text = str(v)
     return text if len(text) <= 40 else text[:37] + "..."
 
