@@ -306,7 +306,8 @@ class Watch:
 
     def _finish(self, exc):
         self.raised = exc
-        self.after, ids = snapshot_with_ids(*self.roots, names=self.names, options=self.options)
+        self.after, ids = snapshot_with_ids(*self.roots, names=self.names, options=self.options,
+                                            earlier=self.before)
         after = f"after {self.label}" if self.label else "after"
         if exc is not None:
             after += f" (raised {type(exc).__name__})"

@@ -539,20 +539,23 @@ def snapshot(*roots, names=None, max_nodes=300, focus=None, hide_params=False,
 
 
 def snapshot_with_ids(*roots, names=None, max_nodes=300, focus=None, hide_params=False,
-                      options: DrawOptions | None = None) -> tuple[Snapshot, dict[Node, str]]:
+                      options: DrawOptions | None = None, earlier: Snapshot | None = None
+                      ) -> tuple[Snapshot, dict[Node, str]]:
     """`snapshot(...)`, and {grad_fn: its id in the snapshot ('op3', 'leaf1')} for the nodes
     drawn: what the stepper needs to name live nodes. The dict holds references to the nodes,
-    so keep it no longer than the graph itself."""
+    so keep it no longer than the graph itself. earlier: a snapshot of the same roots with the
+    same options (watch()'s before): when it drew the same nodes, its count of the nodes beyond
+    the cap is taken, not counted again (a graph's shape never changes; 20k nodes walked once)."""
     if options is None:
         options = DrawOptions(max_nodes=max_nodes, focus=focus, hide_params=hide_params)
     check_roots(roots, names)
     check_max_nodes(options.max_nodes)
     items = None if options.focus is None else check_focus(options.focus)
     with gc_paused():
-        return _walk(roots, names, options, items)
+        return _walk(roots, names, options, items, earlier)
 
 
-def _walk(roots, names, options: DrawOptions, items) -> tuple[Snapshot, dict[Node, str]]:
+def _walk(roots, names, options: DrawOptions, items, earlier=None) -> tuple[Snapshot, dict[Node, str]]:
     """The phases of one walk, in order (snapshot_with_ids, inputs checked)."""
     names, root_names = _name_roots(roots, names)
     focus_names = None if items is None else _name_focus(items, names)
@@ -564,7 +567,7 @@ def _walk(roots, names, options: DrawOptions, items) -> tuple[Snapshot, dict[Nod
     walk.breadth_first()
     walk.attach_named_tensors()
     walk.record_holders()
-    walk.count_hidden()
+    walk.count_hidden(earlier)
     walk.summarise_above()
     walk.snap.on_meta = any(getattr(t, "is_meta", False) for t in roots)
     walk.snap.options = options
@@ -910,13 +913,21 @@ class _Walk:
             op.saved = [dataclasses.replace(s, held_by=_still_holding(records[s.slot], held_now, alive_cache))
                         if s.state is SavedState.FREED and s.slot in records else s for s in op.saved]
 
-    def count_hidden(self) -> None:
-        """Phase 4: the nodes beyond the cap, counted by type (iteratively, up to COUNT_LIMIT)."""
+    def count_hidden(self, earlier: Snapshot | None = None) -> None:
+        """Phase 4: the nodes beyond the cap, counted by type (iteratively, up to COUNT_LIMIT);
+        taken from `earlier` when it drew the very same nodes (snapshot_with_ids)."""
         snap = self.snap
         snap.total_nodes = len(snap.ops) + len(self.leaf_box) + len(snap.params_hidden)
         if not (self.hidden or self.hidden_leaves):
             return
         snap.truncated = True
+        if (earlier is not None and earlier.truncated and earlier.options == self.options
+                and earlier.params_hidden == snap.params_hidden and earlier.cut_at == snap.cut_at
+                and earlier.node_keys == snap.node_keys):
+            snap.hidden_by_type.update(earlier.hidden_by_type)
+            snap.count_capped = earlier.count_capped
+            snap.total_nodes = earlier.total_nodes
+            return
         seen = set(self.node_id) | self.not_shown
         stack = list(self.hidden)
         keep = []
