@@ -479,11 +479,10 @@ class Snapshot:
 def gc_paused():
     """Python's cyclic garbage collector paused for a walk or a picture's DOT, restored after.
 
-    Both make many small objects that live until the DOT is written (Saved, Op, the scene's
-    boxes, rows, cells and spans) and make no reference cycles. Collected as they go, they are
-    promoted to the oldest generation, and that triggers full collections, each of which walks
-    every object of the process: with torch imported, about 165k, 40-80 ms each, more than the
-    walk itself (a full collection every few pictures of 20 nodes; 0.3 a picture at chain 400).
+    Both make many objects that live until the walk or the DOT is done (Saved, Op, the scene's
+    boxes, rows and spans; torch's objects for every node of a 20k-node graph) and make no
+    reference cycle: the collector would only promote them, and enough promotions trigger a full
+    collection of the whole process (with torch imported, about 165k objects, 40-80 ms each).
     Paused, they are freed by reference counting as usual; the collector resumes after."""
     was = gc.isenabled()
     gc.disable()
