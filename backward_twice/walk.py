@@ -406,11 +406,23 @@ def _read_saved(fn, storages, seen: dict | None = None) -> list[Saved]:
         elif value is None or (slot == "saved_tensors" and not value):
             continue  # optional input that was not needed, or a Function that saved nothing
         else:
-            out.append(Saved(slot=slot, is_tensor=False, state=SavedState.VALUE, value=_fmt_value(value)))
+            out.append(_value_saved(slot, _fmt_value(value)))
     return out
 
 
 _INT_TUPLES: dict[tuple, str] = {}
+_VALUES: dict[tuple[str, str], Saved] = {}
+
+
+def _value_saved(slot: str, text: str) -> Saved:
+    """A saved setting or size (`exponent = 2`, `self_sym_sizes = (4, 8)`): one frozen Saved per
+    slot and value, shared (they repeat op after op; a bounded cache)."""
+    saved = _VALUES.get((slot, text))
+    if saved is None:
+        saved = Saved(slot=slot, is_tensor=False, state=SavedState.VALUE, value=text)
+        if len(_VALUES) < 4096:
+            _VALUES[(slot, text)] = saved
+    return saved
 
 
 def _fmt_value(v) -> str:
