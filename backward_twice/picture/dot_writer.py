@@ -61,9 +61,12 @@ def _span(s: Span) -> str:
     if s.br:
         return f'<BR ALIGN="{s.br_align}"/>' if s.br_align else "<BR/>"
     text = esc(s.text)
-    for on, tag in ((s.strike, "S"), (s.italic, "I"), (s.bold, "B")):
-        if on:
-            text = f"<{tag}>{text}</{tag}>"
+    if s.strike:
+        text = f"<S>{text}</S>"
+    if s.italic:
+        text = f"<I>{text}</I>"
+    if s.bold:
+        text = f"<B>{text}</B>"
     return text
 
 
@@ -119,12 +122,25 @@ def _cell(c: Cell, first_row_width=None) -> str:
 
 
 def table_html(t: Table) -> str:
-    a = ""
-    for key, v in (("WIDTH", t.width), ("HEIGHT", t.height), ("BORDER", t.border), ("CELLBORDER", t.cellborder),
-                   ("CELLSPACING", t.cellspacing), ("CELLPADDING", t.cellpadding), ("COLOR", t.colour),
-                   ("BGCOLOR", t.bg), ("STYLE", t.style)):
-        if v is not None:
-            a += f' {key}="{v}"'
+    a = ""      # attributes in this order, those set (written out: this runs for every box)
+    if t.width is not None:
+        a += f' WIDTH="{t.width}"'
+    if t.height is not None:
+        a += f' HEIGHT="{t.height}"'
+    if t.border is not None:
+        a += f' BORDER="{t.border}"'
+    if t.cellborder is not None:
+        a += f' CELLBORDER="{t.cellborder}"'
+    if t.cellspacing is not None:
+        a += f' CELLSPACING="{t.cellspacing}"'
+    if t.cellpadding is not None:
+        a += f' CELLPADDING="{t.cellpadding}"'
+    if t.colour is not None:
+        a += f' COLOR="{t.colour}"'
+    if t.bg is not None:
+        a += f' BGCOLOR="{t.bg}"'
+    if t.style is not None:
+        a += f' STYLE="{t.style}"'
     first = t.first_row_width
     rows = "".join("<TR>" + "".join([_cell(c, first if k == 0 else None) for c in row]) + "</TR>"
                    for k, row in enumerate(t.rows))
@@ -197,8 +213,18 @@ def add_scene(g: graphviz.Digraph, scene: Scene, prefix: str = "") -> None:
     for box in scene.boxes.values():
         members.setdefault(box.cluster if box.cluster in scene.clusters else None, []).append(box)
     _emit(g, None, scene, prefix, children, members)
+    plain = []     # a run of edges with no attributes of their own: one Digraph.edges call, in order
     for e in scene.edges:
+        if (e.tail_mark is None and e.minlen is None and e.colour is None and e.mark_colour is None
+                and e.width is None and e.style is None):
+            plain.append((prefix + e.tail, prefix + e.head))
+            continue
+        if plain:
+            g.edges(plain)
+            plain = []
         _edge(g, e, prefix)
+    if plain:
+        g.edges(plain)
 
 
 # Module functions, not closures inside add_scene: a recursive closure is a reference cycle that
