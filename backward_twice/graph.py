@@ -13,6 +13,7 @@ Every picture displays as SVG in JupyterLab and has a deterministic text form
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 
 from . import render
 from .modules import grouped_picture
@@ -29,7 +30,7 @@ from .picture.layout import (  # noqa: F401
     svg_width_pt,
 )
 from .picture.text_form import STATE_WORDS, describe  # noqa: F401 (re-exported)
-from .snapshot import GraphInputError, Role, Snapshot, fmt_total
+from .snapshot import DrawOptions, GraphInputError, Role, Snapshot, fmt_total
 from .trace import BackwardTrace
 from .walk import node_key, snapshot, snapshot_with_ids
 
@@ -64,11 +65,36 @@ class ComparePicture(Picture):
         self.titles, self.ran_text = titles, ran_text
         text = (f"== {titles[0]} ==\n{describe(before)}\n== {titles[1]} ==\n{describe(after)}\n"
                 f"== change ==\n{changes(before, after)}" + (f"\n{ran_text}" if ran_text else ""))
-        marks = render.Marks(ran=self.ran, changed=changed_grads(before, after))
-        sizes = render.pair_sizes(before, after, titles, marks)   # a node: same size, same place
-        super().__init__(render.pair_dot(before, after, titles, marks, sizes=sizes),
-                         text, alternative=render.stacked_dots(before, after, titles, marks, sizes=sizes),
-                         alt=pair_alt(before, after, titles, self.ran))
+        self._marks = render.Marks(ran=self.ran, changed=changed_grads(before, after))
+        self._dots = None
+        super().__init__(None, text, alt=pair_alt(before, after, titles, self.ran))
+
+    # The pair's DOT (and the layout that measures its boxes) is made when first asked for: when
+    # the picture is shown, not when watch() takes its snapshots around the backward call.
+    def _pair_dots(self):
+        if self._dots is None:
+            b, a, t, m = self.before, self.after, self.titles, self._marks
+            sizes = render.pair_sizes(b, a, t, m)   # a node: same size, same place
+            self._dots = [render.pair_dot(b, a, t, m, sizes=sizes), render.stacked_dots(b, a, t, m, sizes=sizes)]
+        return self._dots
+
+    @property
+    def dot(self) -> str:
+        return self._pair_dots()[0]
+
+    @dot.setter
+    def dot(self, value) -> None:
+        if value is not None:       # Picture sets what it drew (the stacked pictures)
+            self._pair_dots()[0] = value
+
+    @property
+    def alternative(self):
+        return self._pair_dots()[1]
+
+    @alternative.setter
+    def alternative(self, value) -> None:
+        if value is not None:
+            self._pair_dots()[1] = value
 
 
     def after_view(self, spotlight=None) -> Picture:
@@ -133,7 +159,7 @@ def changes(before: Snapshot, after: Snapshot) -> str:
 
 
 def draw(*roots, names=None, title=None, max_nodes=300, modules=None, focus=None,
-         expand=None) -> GraphPicture:
+         expand=None, hide_params=False) -> GraphPicture:
     """A picture of the autograd graph behind `roots` (one or more tensors).
 
     The options compose: any of them with any other (focus= with modules= too). The one refusal
@@ -157,6 +183,9 @@ def draw(*roots, names=None, title=None, max_nodes=300, modules=None, focus=None
         box, "14 nodes from h to loss", and the text form says what it left out.
     expand (with modules=): True draws every op, in module clusters, however wide; a list of
         module paths (['cat']) draws the one-box-per-call picture with those calls op by op.
+    hide_params: True leaves out the leaves (parameters, their AccumulateGrad boxes), except a leaf
+        given as a root or a focus; the text form names them and says how to draw them. They take
+        no room under max_nodes (snapshot.DrawOptions: the one visibility rule).
 
     Example (run by tests/test_docstrings.py):
 
@@ -173,16 +202,17 @@ def draw(*roots, names=None, title=None, max_nodes=300, modules=None, focus=None
             or (isinstance(expand, (list, tuple)) and all(isinstance(e, str) for e in expand))):
         raise GraphInputError(f"expand= takes True (every op) or module paths such as ['cat'], "
                               f"not {type(expand).__name__} {expand!r}.")
+    options = DrawOptions(max_nodes=max_nodes, focus=focus, hide_params=hide_params)
     if modules is not None:
         return grouped_picture(roots, names=names, title=title, max_nodes=max_nodes, modules=modules,
-                               expand=expand, focus=focus)
-    snap = snapshot(*roots, names=names, max_nodes=max_nodes, focus=focus)
+                               expand=expand, focus=focus, options=options)
+    snap = snapshot(*roots, names=names, options=options)
 
     def simpler():      # fewer nodes, until the picture reads at notebook width (each says so)
         cap = len(snap.ops) + len(snap.tensors)
         while cap > SIMPLEST_CAP:
             cap = max(SIMPLEST_CAP, cap // 2)
-            small = snapshot(*roots, names=names, max_nodes=cap, focus=focus)
+            small = snapshot(*roots, names=names, options=dataclasses.replace(options, max_nodes=cap))
             yield GraphPicture(small, _cut_title(title, cap)).dot
 
     return GraphPicture(snap, title, simpler=simpler)
@@ -266,21 +296,22 @@ class Watch:
     """Result of `watch(...)`: displays the before/after pair once the block ends, the nodes
     the block's backward call(s) ran marked with their order (recorded with node hooks)."""
 
-    def __init__(self, roots, names, max_nodes, label, focus=None):
+    def __init__(self, roots, names, max_nodes, label, focus=None, hide_params=False):
         self.roots, self.names, self.max_nodes, self.focus = roots, names, max_nodes, focus
+        self.options = DrawOptions(max_nodes=max_nodes, focus=focus, hide_params=hide_params)
         self.label = label
-        self.before = snapshot(*roots, names=names, max_nodes=max_nodes, focus=focus)
+        self.before = snapshot(*roots, names=names, options=self.options)
         self.after = None
         self.raised = None
         try:
-            self.trace = BackwardTrace(*roots, keep_grads=False)
+            self.trace = BackwardTrace(*roots, keep_grads=False, starts=False)
         except GraphInputError:      # too big to hook node by node: no ran marks
             self.trace = None
 
     def _finish(self, exc):
         self.raised = exc
-        self.after, ids = snapshot_with_ids(*self.roots, names=self.names, max_nodes=self.max_nodes,
-                                            focus=self.focus)
+        self.after, ids = snapshot_with_ids(*self.roots, names=self.names, options=self.options,
+                                            earlier=self.before)
         after = f"after {self.label}" if self.label else "after"
         if exc is not None:
             after += f" (raised {type(exc).__name__})"
@@ -314,25 +345,26 @@ def ran_marks(trace: BackwardTrace, ids: dict, snap: Snapshot) -> tuple[dict, st
     the graph's nodes to `snap`'s ids (walk.snapshot_with_ids)."""
     ran: dict[str, tuple[int, ...]] = {}
     words = []
-    for k, step in enumerate(trace.steps, 1):
-        nid = ids.get(trace.nodes[step.node_index])
-        if nid is None:
-            words.append(step.name + " (not drawn)")
-            continue
-        ran[nid] = ran.get(nid, ()) + (k,)
-        t = snap.tensors.get(nid)
-        words.append(f"{nid} {step.name}" if t is None else f"AccumulateGrad of {t.name}")
-    if not words:
+    order = trace.ran_order()
+    for k, i in enumerate(order, 1):
+        fn = trace.nodes[i]
+        nid = ids.get(fn)
+        if nid is not None:
+            ran[nid] = ran.get(nid, ()) + (k,)
+        if len(words) < RAN_LISTED:       # only these are named (a backward of 20k nodes: 12)
+            t = None if nid is None else snap.tensors.get(nid)
+            words.append(f"{fn.name()} (not drawn)" if nid is None else
+                         f"{nid} {fn.name()}" if t is None else f"AccumulateGrad of {t.name}")
+    if not order:
         return ran, "backward ran no node of this graph"
-    listed = ", ".join(words[:RAN_LISTED]) + (f", ... ({len(words) - RAN_LISTED} more)"
-                                             if len(words) > RAN_LISTED else "")
-    return ran, f"backward ran {len(words)} node(s), in this order: {listed}"
+    listed = ", ".join(words) + (f", ... ({len(order) - RAN_LISTED} more)" if len(order) > RAN_LISTED else "")
+    return ran, f"backward ran {len(order)} node(s), in this order: {listed}"
 
 
 @contextlib.contextmanager
-def watch(*roots, names=None, title=None, max_nodes=300, focus=None, label=None):
+def watch(*roots, names=None, title=None, max_nodes=300, focus=None, label=None, hide_params=False):
     """Snapshot the graph, run the block, snapshot again; show both side by side.
-    names, max_nodes (300, as draw), focus: as in draw(); both pictures show the same part.
+    names, max_nodes (300, as draw), focus, hide_params: as in draw(); both pictures show the same part.
     title: the pair's titles read 'before <title>' and 'after <title>'. label: its old name.
 
     Hooks on the graph's nodes record which nodes the block's backward call ran, and in
@@ -352,7 +384,7 @@ def watch(*roots, names=None, title=None, max_nodes=300, focus=None, label=None)
     """
     if title is not None and label is not None and title != label:
         raise GraphInputError("watch(title=..., label=...): label is the old name of title; give one.")
-    w = Watch(roots, names, max_nodes, title if title is not None else label, focus)
+    w = Watch(roots, names, max_nodes, title if title is not None else label, focus, hide_params)
     hooks = w.trace if w.trace is not None else contextlib.nullcontext()
     try:
         with hooks:

@@ -353,7 +353,8 @@ def collapse(snap: Snapshot, groups: dict, max_nodes: int, keep_first: bool = Tr
     return small, boxes, box_edges, parents, done
 
 
-def grouped_picture(roots, names=None, title=None, max_nodes=300, modules=None, expand=None, focus=None):
+def grouped_picture(roots, names=None, title=None, max_nodes=300, modules=None, expand=None, focus=None,
+                    options=None):
     """draw(*roots, modules=model): see backward_twice.graph.draw. With focus=, the module calls are
     made of the part of the graph under the focus (what lies above it is one counted box)."""
     rec = recording_of(modules)
@@ -361,15 +362,16 @@ def grouped_picture(roots, names=None, title=None, max_nodes=300, modules=None, 
     params = {n: p for n, p in rec.model.named_parameters()}
     param_names = {n: n.rsplit(".", 1)[0] if "." in n else "" for n in params}
     names = {**params, **dict(names or {})}
+    hide = options is not None and options.hide_params     # draw()'s DrawOptions: its other options are the arguments
     snap, ids = snapshot_with_ids(*roots, names=names, max_nodes=max(max_nodes, min(WALK_LIMIT, COUNT_LIMIT)),
-                                  focus=focus)
+                                  focus=focus, hide_params=hide)
     groups = module_groups(snap, ids, rec, param_names)
     full = snap
     snap, boxes, box_edges, box_parent, runs = collapse(full, groups, max_nodes)
     if len(snap.ops) + len(snap.tensors) > max_nodes:   # still too big: no block of a run open
         snap, boxes, box_edges, box_parent, runs = collapse(full, groups, max_nodes, keep_first=False)
     if len(snap.ops) + len(snap.tensors) > max_nodes:   # still too big: cut as draw() does
-        snap, ids = snapshot_with_ids(*roots, names=names, max_nodes=max_nodes, focus=focus)
+        snap, ids = snapshot_with_ids(*roots, names=names, max_nodes=max_nodes, focus=focus, hide_params=hide)
         groups = module_groups(snap, ids, rec, param_names)
         full, boxes, box_edges, box_parent, runs = snap, {}, [], {}, []
     del ids

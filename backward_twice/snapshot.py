@@ -11,7 +11,9 @@ node is comes from `Snapshot.role(node_id)`.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import gc
 import math
 from collections import Counter, deque
 from dataclasses import dataclass, field
@@ -78,7 +80,8 @@ class Saved:
     held_by: tuple[str, ...] | None = None
 
     def __post_init__(self):
-        object.__setattr__(self, "state", SavedState(self.state))   # 'held' -> SavedState.HELD; a typo raises
+        if type(self.state) is not SavedState:
+            object.__setattr__(self, "state", SavedState(self.state))   # 'held' -> SavedState.HELD; a typo raises
 
     def alias_note(self) -> str:
         """'= a' (the named tensor itself, or 'a.T': its transpose), 'shares memory with a'
@@ -266,6 +269,28 @@ class AboveFocus:
         return ", ".join(f"{k} x{n}" for k, n in items) + more
 
 
+@dataclass(frozen=True, eq=False)
+class DrawOptions:
+    """What a picture of a graph shows: one value that draw(), watch() and the other entry points
+    hand to the walk, which records it on the Snapshot the scene is built from. Every option goes
+    through `shows`, the one visibility rule, before the cap: max_nodes counts only the boxes
+    drawn, so every option composes with max_nodes and focus by construction.
+
+    max_nodes: at most this many boxes of the graph's nodes (ops and leaves) are drawn, the rest
+        counted in one box. focus: a tensor or node (or a list) the roots were computed from: only
+        what feeds it is walked. hide_params: leaves (parameters, each an AccumulateGrad) are not
+        drawn, only counted and named in the text form; a leaf given as a root or a focus is."""
+
+    max_nodes: int = 300
+    focus: object = None
+    hide_params: bool = False
+
+    def shows(self, leaf: bool, given: bool = False) -> bool:
+        """Whether a node of the graph gets a box (the cap aside): `leaf` for a leaf's
+        AccumulateGrad, `given` for a node the caller passed (a root or a focus)."""
+        return given or not (leaf and self.hide_params)
+
+
 @dataclass
 class Snapshot:
     """Everything a picture of the graph needs, with no reference to the graph."""
@@ -289,6 +314,10 @@ class Snapshot:
     # identity), so a BackwardTrace of the same graph maps onto these ids. Internal only: never
     # printed, not compared.
     node_keys: dict[str, tuple] = field(default_factory=dict, compare=False, repr=False)
+    # names of the leaves DrawOptions.hide_params left out (counted in total_nodes, not drawn)
+    params_hidden: list[str] = field(default_factory=list)
+    # the options it was walked with (None: a Snapshot built by hand)
+    options: DrawOptions | None = field(default=None, compare=False, repr=False)
 
     # -- what each node is ----------------------------------------------------------
     def role(self, node_id: str) -> Role:
@@ -302,8 +331,9 @@ class Snapshot:
 
     @property
     def hidden_count(self) -> int:
-        """Ops and leaves beyond max_nodes: counted in `total_nodes`, not drawn."""
-        return self.total_nodes - len(self.ops) - self.leaf_count
+        """Ops and leaves beyond max_nodes: counted in `total_nodes`, not drawn (the leaves an
+        option hid apart: `params_hidden`)."""
+        return self.total_nodes - len(self.ops) - self.leaf_count - len(self.params_hidden)
 
     # -- the graph's shape, read from the ids (no live graph needed) ---------------
     def under(self, start_ids) -> set[str]:
@@ -445,10 +475,37 @@ class Snapshot:
         return dataclasses.replace(self, ops=ops)
 
 
+@contextlib.contextmanager
+def gc_paused():
+    """Python's cyclic garbage collector paused for a walk or a picture's DOT, restored after.
+
+    Both make many objects that live until the walk or the DOT is done (Saved, Op, the scene's
+    boxes, rows and spans; torch's objects for every node of a 20k-node graph) and make no
+    reference cycle: the collector would only promote them, and enough promotions trigger a full
+    collection of the whole process (with torch imported, about 165k objects, 40-80 ms each).
+    Paused, they are freed by reference counting as usual; the collector resumes after."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
 # --------------------------------------------------------------------------------
 # formatting of small values: deterministic by construction
+_SHAPES: dict[tuple, str] = {}
+
+
 def fmt_shape(shape) -> str:
-    return "(" + ", ".join(str(int(d)) for d in shape) + ("," if len(shape) == 1 else "") + ")"
+    key = tuple(shape) if type(shape) is not tuple else shape
+    done = _SHAPES.get(key)
+    if done is None:       # shapes repeat in a picture: each one formatted once (a bounded cache)
+        done = "(" + ", ".join(str(int(d)) for d in shape) + ("," if len(shape) == 1 else "") + ")"
+        if len(_SHAPES) < 4096:
+            _SHAPES[key] = done
+    return done
 
 
 def fmt_bytes(n) -> str:
@@ -560,8 +617,14 @@ def _fmt_sparse(t: torch.Tensor) -> str:
     return f"{fmt_shape(t.shape)} {layout}, {n} stored value{'s' * (n != 1)}, norm {fmt_number(_norm(values))}"
 
 
+_DTYPES: dict = {}
+
+
 def dtype_name(dtype) -> str:
-    return str(dtype).replace("torch.", "")
+    name = _DTYPES.get(dtype)
+    if name is None:
+        name = _DTYPES[dtype] = str(dtype).replace("torch.", "")
+    return name
 
 
 def saved_states(snap: Snapshot) -> dict[str, str]:

@@ -28,7 +28,7 @@ from collections import Counter
 
 import torch
 
-from .snapshot import GraphInputError
+from .snapshot import GraphInputError, gc_paused
 from .walk import COUNT_LIMIT, nodes_under
 
 
@@ -83,12 +83,19 @@ class BackwardTrace:
         ['SumBackward0', 'MulBackward0', 'ExpBackward0', 'torch::autograd::AccumulateGrad']
     """
 
-    def __init__(self, *roots, keep_grads: bool = True, on_start=None, on_step=None):
-        self.nodes = reachable_nodes(*roots)
-        self.index = {fn: i for i, fn in enumerate(self.nodes)}
+    def __init__(self, *roots, keep_grads: bool = True, on_start=None, on_step=None, starts: bool = True):
+        with gc_paused():
+            self.nodes = reachable_nodes(*roots)
+            self.index = {fn: i for i, fn in enumerate(self.nodes)}
         self.keep_grads = keep_grads
         self.on_start, self.on_step = on_start, on_step
-        self.steps: list[Step] = []
+        # starts=False: no pre-hooks (so no `started`, `unfinished`), and without keep_grads or
+        # callbacks each post-hook only notes the node's index: one hook a node, and nothing made
+        # during the backward call but an int (watch(): its cost on 20k nodes)
+        self.starts = starts
+        self._light = not starts and not keep_grads and on_step is None and on_start is None
+        self._ran: list[int] = []
+        self._steps: list[Step] = []
         self.started: list[int] = []   # node indices, as the engine started them
         self._running: list[int] = []  # started, not finished yet: a stack (a node may run a backward)
         self._handles = []
@@ -101,7 +108,29 @@ class BackwardTrace:
                 self.on_start(fn)
         return prehook
 
+    @property
+    def steps(self) -> list[Step]:
+        """The nodes that ran, in the engine's order, as Steps."""
+        if self._ran:       # the light hooks' indices, made Steps when first asked for
+            base = len(self._steps)
+            self._steps.extend([Step(base + k, i, self.nodes[i].name(), None, None)
+                                for k, i in enumerate(self._ran)])
+            self._ran.clear()
+        return self._steps
+
+    def ran_order(self) -> list[int]:
+        """The indices (in `nodes`) of the nodes that ran, in the engine's order: `steps` without
+        making a Step of each (watch() on 20k nodes lists 12 of them)."""
+        return [s.node_index for s in self._steps] + self._ran
+
     def _hook(self, fn):
+        if self._light:
+            ran, i = self._ran, self.index[fn]
+
+            def light(grad_inputs, grad_outputs):
+                ran.append(i)
+            return light
+
         def hook(grad_inputs, grad_outputs):
             # for a Node hook: grad_inputs = what it sends to its inputs, grad_outputs = what it received
             def copy(gs):
@@ -118,9 +147,11 @@ class BackwardTrace:
         return hook
 
     def __enter__(self):
-        for fn in self.nodes:
-            self._handles.append(fn.register_prehook(self._prehook(fn)))
-            self._handles.append(fn.register_hook(self._hook(fn)))
+        with gc_paused():     # two closures and handles a node: no collection of torch's heap meanwhile
+            for fn in self.nodes:
+                if self.starts:
+                    self._handles.append(fn.register_prehook(self._prehook(fn)))
+                self._handles.append(fn.register_hook(self._hook(fn)))
         return self
 
     def __exit__(self, *exc):

@@ -21,6 +21,7 @@ from torch.autograd.graph import Node
 # The data model and the formatters live in backward_twice.snapshot (notebooks import them from there).
 from .snapshot import (
     AboveFocus,
+    DrawOptions,
     GraphInputError,
     Op,
     Role,
@@ -31,7 +32,9 @@ from .snapshot import (
     TensorBox,
     dtype_name,
     fmt_number,
+    fmt_shape,
     fmt_values,
+    gc_paused,
 )
 
 # Hard ceiling on how many nodes one walk touches (drawn + counted beyond the cap).
@@ -53,6 +56,7 @@ class SavedTensorModified(RuntimeError):
 
 # --------------------------------------------------------------------------------
 _SAVED_ATTRS: dict[type, list[str]] = {}
+_SLOTS: dict[type, tuple[tuple[str, str, str | None], ...]] = {}
 
 
 def _saved_attr_names(fn) -> list[str]:
@@ -67,7 +71,20 @@ def _saved_attr_names(fn) -> list[str]:
         if "saved_tensors" in attrs and not names:
             names = ["saved_tensors"]
         _SAVED_ATTRS[cls] = names
+        # (attribute, slot, its raw SavedTensor attribute or None when the class has none: a
+        # saved size or flag), so a node's slots are read without asking for absent attributes
+        _SLOTS[cls] = tuple((a, a[len("_saved_"):] if a.startswith("_saved_") else a,
+                             raw if (raw := "_raw_" + a.lstrip("_")) in attrs else None) for a in names)
     return names
+
+
+def _slots_of(fn) -> tuple[tuple[str, str, str | None], ...]:
+    """(attribute, slot, raw attribute or None) for each thing a node's class saves (cached)."""
+    slots = _SLOTS.get(type(fn))
+    if slots is None:
+        _saved_attr_names(fn)
+        slots = _SLOTS[type(fn)]
+    return slots
 
 
 def _is_freed_error(err: RuntimeError) -> bool:
@@ -120,9 +137,12 @@ def _is_transpose(g, h) -> bool:
 def _tensor_saved(slot, t, storages, node="") -> Saved:
     """A held saved tensor; named after a tensor the caller named if they share memory: '= a'
     when it is `a` seen the same way (shape, strides, offset, dtype), '= a.T' when it is a 2-D `a`
-    transposed, else 'shares memory with a'."""
-    refuse_nested(t, f"the tensor {node}saved as {slot!r}")
-    named = storages.get(_storage_key(t), []) if storages else []
+    transposed, else 'shares memory with a'. node: the node's name, or the node (named only in
+    an error message)."""
+    if t.is_nested:
+        refuse_nested(t, f"the tensor {node if isinstance(node, str) else node.name() + ' '}saved as {slot!r}")
+    storage = _storage_key(t)
+    named = storages.get(storage, ()) if storages else ()
     alias, view = None, False
     if named:
         geometry = _geometry(t)
@@ -132,22 +152,26 @@ def _tensor_saved(slot, t, storages, node="") -> Saved:
     # its bytes: what its view reads, but never more than the buffer behind it (an expanded, stride-0
     # mask reads 4 KiB of a 256 B buffer and holds 256 B). On device 'meta' the buffer has a size and
     # no data: the size is what it would take.
-    nbytes, view_nbytes = _saved_bytes(t)
+    nbytes, view_nbytes = _saved_bytes(t, storage)
     kind = _saved_kind(slot, t, named=bool(named))
     return Saved(slot=slot, is_tensor=True, state=SavedState.HELD, shape=tuple(t.shape),
                  dtype=dtype_name(t.dtype), nbytes=nbytes, view_nbytes=view_nbytes,
-                 alias=alias, alias_view=view, storage=_storage_key(t), kind=kind)
+                 alias=alias, alias_view=view, storage=storage, kind=kind)
 
 
-def _saved_bytes(t) -> tuple[int, int | None]:
+def _saved_bytes(t, storage=False) -> tuple[int, int | None]:
     """(bytes of `t`: its view's, at most its storage's; the view's bytes when they are more than its
     storage's (an expanded view), else None). A slice of a bigger buffer counts its own bytes here;
-    the buffer it keeps alive is counted by storage in Snapshot.memory()."""
+    the buffer it keeps alive is counted by storage in Snapshot.memory(). storage: its _storage_key
+    when already read (its last item is the storage's bytes; None: no storage)."""
     view = t.numel() * t.element_size()
-    try:
-        buffer = t.untyped_storage().nbytes()
-    except Exception:        # no storage to ask (a wrapper subclass): the view's own size
-        return view, None
+    if storage:
+        buffer = storage[2]
+    else:
+        try:
+            buffer = t.untyped_storage().nbytes()
+        except Exception:        # no storage to ask (a wrapper subclass): the view's own size
+            return view, None
     return (buffer, view) if view > buffer else (view, None)
 
 
@@ -159,10 +183,12 @@ def _saved_kind(slot: str, t: torch.Tensor, named: bool = False) -> SavedKind:
     without grad, so what it made (a compiled graph's Tanh output) has no grad_fn either, like data
     given to it. Such a tensor is an input only when a name holds its memory (`named`); else it is
     SavedKind.FUNCTION: either, not told apart."""
-    base = t._base if t._base is not None else t
-    if base.is_leaf and base.requires_grad:
+    base = t._base
+    if base is None:
+        base = t
+    if base.requires_grad and base.is_leaf:
         return SavedKind.LEAF
-    if t.grad_fn is not None or base.grad_fn is not None or slot.startswith("result"):
+    if slot.startswith("result") or t.grad_fn is not None or base.grad_fn is not None:
         return SavedKind.ACTIVATION
     if slot.startswith("saved_tensors") and not named:
         return SavedKind.FUNCTION
@@ -192,11 +218,14 @@ NOT_UNPACKED = "not unpacked"   # Saved.value of a slot a hook packed into somet
 SAFE_UNPACK_HOOKS: set = set()   # unpack hooks that run no user code (backward_twice.memory registers its own)
 
 
-def _raw_saved(fn, attr):
+def _raw_saved(fn, attr, raw_attr: str | None = ""):
     """The SavedTensor object(s) behind `fn.<attr>` (one, or a tuple), or None when torch has none
-    (a custom Function's `_raw_saved_tensors` raises once backward freed them: None too)."""
+    (a custom Function's `_raw_saved_tensors` raises once backward freed them: None too).
+    raw_attr: its name when known (None: the class has none), else worked out from `attr`."""
+    if raw_attr is None:
+        return None
     try:
-        return getattr(fn, "_raw_" + attr.lstrip("_"), None)
+        return getattr(fn, raw_attr or "_raw_" + attr.lstrip("_"), None)
     except RuntimeError:
         return None
 
@@ -207,14 +236,18 @@ def _checkpoint_holder_type():
     return getattr(checkpoint, "_Holder", None)
 
 
-def _hooked_saved(fn, attr) -> list | None:
+def _hooked_saved(fn, attr, raw_attr: str | None = "") -> list | None:
     """[(slot suffix, packed object or None when freed)] when `fn.<attr>` was packed by a
     saved-tensor hook that may run user code (then it is never unpacked), else None: read it
     the ordinary way (no hook, or a hook in SAFE_UNPACK_HOOKS)."""
-    raw = _raw_saved(fn, attr)
+    raw = _raw_saved(fn, attr, raw_attr)
     if raw is None:
         return None
     many = isinstance(raw, (tuple, list))
+    if not many:                # the common case: one tensor, no hook
+        hook = getattr(raw, "unpack_hook", None)
+        if hook is None or hook in SAFE_UNPACK_HOOKS:
+            return None
     items = list(raw) if many else [raw]
     hooks = [getattr(r, "unpack_hook", None) for r in items]
     if all(h is None or h in SAFE_UNPACK_HOOKS for h in hooks):
@@ -243,25 +276,42 @@ _META_KEY = "backward_twice.saved"
 _HOLDERS_KEY = "backward_twice.holders"
 
 
-def _still_holding(record, ops_by_key) -> tuple[str, ...]:
-    """Saved.held_by from a record of _Walk.record_holders: () when the buffer is gone."""
-    storage_ref, cands = record
+def _still_holding(record, held_now: set, alive_cache: dict) -> tuple[str, ...]:
+    """Saved.held_by from a record of _Walk.record_holders: () when the buffer is gone.
+    record: (weak reference to the storage, the storage's holders, the node_key of the slot's own
+    node); held_now: {(node_key, slot)} of the slots this walk read held. The holders of one
+    storage are one list shared by all its slots, so whether each is alive is worked out once per
+    storage (alive_cache), not once per slot: linear in the slots, however many share a buffer."""
+    storage_ref, holders, own = record
     if storage_ref() is None:
         return ()
-    words = []
-    for word, ref, node_slot in cands:
-        if ref is not None:
-            alive = ref() is not None
-        else:
-            other = ops_by_key.get(node_slot[0])
-            alive = other is not None and any(s.slot == node_slot[1] and s.state is SavedState.HELD
-                                              for s in other.saved)
-        if alive and word not in words:
-            words.append(word)
-    return tuple(words) or ("something not drawn here",)
+    alive = alive_cache.get(id(holders))
+    if alive is None:
+        # word -> up to two (position, node key) entries with different keys (None: a leaf or a
+        # variable): enough to say where the word comes first for any slot's own node
+        alive = {}
+        for pos, (word, ref, node_slot) in enumerate(holders):
+            live = ref() is not None if ref is not None else node_slot in held_now
+            if not live:
+                continue
+            key = None if ref is not None else node_slot[0]
+            seen = alive.setdefault(word, [])
+            if not seen or (len(seen) == 1 and seen[0][1] != key):
+                seen.append((pos, key))
+        alive_cache[id(holders)] = alive
+    first = []
+    for word, seen in alive.items():
+        pos = next((p for p, key in seen if key is None or key != own), None)
+        if pos is not None:
+            first.append((pos, word))
+    return tuple(w for _, w in sorted(first)) or ("something not drawn here",)
 
 
-def saved_slots(fn, functions: bool = True):
+# What reading a slot raises once backward freed it, given without reading it (saved_slots' `held`)
+_FREED = RuntimeError("the saved tensor was freed by backward (its SavedTensor holds no data)")
+
+
+def saved_slots(fn, functions: bool = True, held=()):
     """What node `fn` saved, slot by slot, read without running a saved-tensor hook that may run
     user code: the one reader of a live node's saved tensors (backward_twice.walk draws from it,
     backward_twice.diagnose diagnoses from it). Yields (slot, how, what):
@@ -270,16 +320,23 @@ def saved_slots(fn, functions: bool = True):
       one of several;
     - ("value", what reading it the ordinary way gave: no hook, or one in SAFE_UNPACK_HOOKS);
     - ("error", the exception that reading raised: freed by backward, changed in place, ...).
-    functions=False leaves out a custom autograd.Function's `saved_tensors`."""
-    for attr in _saved_attr_names(fn):
-        if not functions and not attr.startswith("_saved_"):
+    functions=False leaves out a custom autograd.Function's `saved_tensors`.
+    held: slots an earlier walk read as tensors. Such a slot whose SavedTensor now holds no data
+    was freed (a tensor, once saved, is never undefined): ("error", a freed error) without
+    reading it, as reading it would raise exactly that, at the cost of a C++ exception a slot."""
+    for attr, slot, raw_attr in _slots_of(fn):
+        if not functions and attr == slot:     # a custom Function's saved_tensors
             continue
-        slot = attr[len("_saved_"):] if attr.startswith("_saved_") else attr
-        hooked = _hooked_saved(fn, attr)
+        hooked = _hooked_saved(fn, attr, raw_attr)
         if hooked is not None:   # packed by a hook that may run user code: never unpacked
             for suffix, packed in hooked:
                 yield slot + suffix, "packed", packed
             continue
+        if slot in held and raw_attr is not None and attr != slot:
+            raw = _raw_saved(fn, attr, raw_attr)
+            if raw is not None and not isinstance(raw, (tuple, list)) and raw.data is None:
+                yield slot, "error", _FREED
+                continue
         try:
             value = getattr(fn, attr)
         except Exception as err:  # freed by backward, changed in place, or a saved-tensor hook failed
@@ -313,7 +370,7 @@ def _read_saved(fn, storages, seen: dict | None = None) -> list[Saved]:
     except (AttributeError, RuntimeError):
         known = {}
     out = []
-    for slot, how, value in saved_slots(fn):
+    for slot, how, value in saved_slots(fn, held=known):
         if how == "packed":   # by a hook that may run user code: never unpacked
             saved = _packed_saved(slot, value, storages, f"{fn.name()} ")
             prev = known.get(saved.slot)
@@ -334,7 +391,7 @@ def _read_saved(fn, storages, seen: dict | None = None) -> list[Saved]:
                 out.append(Saved(slot, True, state, value=value, modified=modified))
             continue
         if isinstance(value, torch.Tensor):
-            out.append(_tensor_saved(slot, value, storages, f"{fn.name()} "))
+            out.append(_tensor_saved(slot, value, storages, fn))
             known[slot] = out[-1]
             if seen is not None:
                 seen[(fn, slot)] = value
@@ -342,15 +399,30 @@ def _read_saved(fn, storages, seen: dict | None = None) -> list[Saved]:
                 isinstance(v, torch.Tensor) or v is None for v in value):
             for i, v in enumerate(value):
                 if v is not None:
-                    out.append(_tensor_saved(f"{slot}[{i}]", v, storages, f"{fn.name()} "))
+                    out.append(_tensor_saved(f"{slot}[{i}]", v, storages, fn))
                     known[out[-1].slot] = out[-1]
                     if seen is not None:
                         seen[(fn, out[-1].slot)] = v
         elif value is None or (slot == "saved_tensors" and not value):
             continue  # optional input that was not needed, or a Function that saved nothing
         else:
-            out.append(Saved(slot=slot, is_tensor=False, state=SavedState.VALUE, value=_fmt_value(value)))
+            out.append(_value_saved(slot, _fmt_value(value)))
     return out
+
+
+_INT_TUPLES: dict[tuple, str] = {}
+_VALUES: dict[tuple[str, str], Saved] = {}
+
+
+def _value_saved(slot: str, text: str) -> Saved:
+    """A saved setting or size (`exponent = 2`, `self_sym_sizes = (4, 8)`): one frozen Saved per
+    slot and value, shared (they repeat op after op; a bounded cache)."""
+    saved = _VALUES.get((slot, text))
+    if saved is None:
+        saved = Saved(slot=slot, is_tensor=False, state=SavedState.VALUE, value=text)
+        if len(_VALUES) < 4096:
+            _VALUES[(slot, text)] = saved
+    return saved
 
 
 def _fmt_value(v) -> str:
@@ -361,10 +433,14 @@ def _fmt_value(v) -> str:
         return fmt_number(v)
     if isinstance(v, (tuple, list)):
         if all(type(x) is int for x in v):
-            inner = ", ".join(map(_fmt_value, v))
-        else:
-            inner = ", ".join(_fmt_value(x) for x in v)
-        return "(" + inner + ("," if len(v) == 1 else "") + ")"
+            key = tuple(v)      # sizes and strides repeat: each formatted once (a bounded cache)
+            done = _INT_TUPLES.get(key)
+            if done is None:
+                done = "(" + ", ".join(map(_fmt_value, v)) + ("," if len(v) == 1 else "") + ")"
+                if len(_INT_TUPLES) < 4096:
+                    _INT_TUPLES[key] = done
+            return done
+        return "(" + ", ".join(_fmt_value(x) for x in v) + ("," if len(v) == 1 else "") + ")"
     text = str(v)
     return text if len(text) <= 40 else text[:37] + "..."
 
@@ -451,12 +527,15 @@ def not_a_tensor(where, obj) -> str:
     return f"{where} is {kind}, not a torch.Tensor: {hint}"
 
 
-def snapshot(*roots, names=None, max_nodes=300, focus=None) -> Snapshot:
+def snapshot(*roots, names=None, max_nodes=300, focus=None, hide_params=False,
+             options: DrawOptions | None = None) -> Snapshot:
     """Walk the graph behind `roots` (tensors) and record it.
 
     focus: a tensor the roots were computed from, a grad_fn node, or a list of them: only
     the part of the graph under the focus (what feeds it) is recorded, and what lies between
     the roots and the focus is counted in `Snapshot.above`.
+    hide_params: leaves are not recorded, only named in `Snapshot.params_hidden`.
+    options: a DrawOptions, instead of max_nodes, focus and hide_params.
 
     Example (run by tests/test_docstrings.py):
 
@@ -467,19 +546,32 @@ def snapshot(*roots, names=None, max_nodes=300, focus=None) -> Snapshot:
         >>> bt.saved_states(snap)
         {'MulBackward0.other': 'held', 'MulBackward0.self': 'held'}
     """
-    return snapshot_with_ids(*roots, names=names, max_nodes=max_nodes, focus=focus)[0]
+    return snapshot_with_ids(*roots, names=names, max_nodes=max_nodes, focus=focus, hide_params=hide_params,
+                             options=options)[0]
 
 
-def snapshot_with_ids(*roots, names=None, max_nodes=300, focus=None) -> tuple[Snapshot, dict[Node, str]]:
+def snapshot_with_ids(*roots, names=None, max_nodes=300, focus=None, hide_params=False,
+                      options: DrawOptions | None = None, earlier: Snapshot | None = None
+                      ) -> tuple[Snapshot, dict[Node, str]]:
     """`snapshot(...)`, and {grad_fn: its id in the snapshot ('op3', 'leaf1')} for the nodes
     drawn: what the stepper needs to name live nodes. The dict holds references to the nodes,
-    so keep it no longer than the graph itself."""
+    so keep it no longer than the graph itself. earlier: a snapshot of the same roots with the
+    same options (watch()'s before): when it drew the same nodes, its count of the nodes beyond
+    the cap is taken, not counted again (a graph's shape never changes; 20k nodes walked once)."""
+    if options is None:
+        options = DrawOptions(max_nodes=max_nodes, focus=focus, hide_params=hide_params)
     check_roots(roots, names)
-    check_max_nodes(max_nodes)
-    items = None if focus is None else check_focus(focus)
+    check_max_nodes(options.max_nodes)
+    items = None if options.focus is None else check_focus(options.focus)
+    with gc_paused():
+        return _walk(roots, names, options, items, earlier)
+
+
+def _walk(roots, names, options: DrawOptions, items, earlier=None) -> tuple[Snapshot, dict[Node, str]]:
+    """The phases of one walk, in order (snapshot_with_ids, inputs checked)."""
     names, root_names = _name_roots(roots, names)
     focus_names = None if items is None else _name_focus(items, names)
-    walk = _Walk(names, root_names, max_nodes)
+    walk = _Walk(names, root_names, options)
     if items is None:
         walk.add_roots(roots)
     else:
@@ -487,9 +579,10 @@ def snapshot_with_ids(*roots, names=None, max_nodes=300, focus=None) -> tuple[Sn
     walk.breadth_first()
     walk.attach_named_tensors()
     walk.record_holders()
-    walk.count_hidden()
+    walk.count_hidden(earlier)
     walk.summarise_above()
     walk.snap.on_meta = any(getattr(t, "is_meta", False) for t in roots)
+    walk.snap.options = options
     return walk.snap, walk.node_id
 
 
@@ -589,8 +682,8 @@ class _Walk:
     and `Snapshot.role(id)` says what it is.
     """
 
-    def __init__(self, names: dict[str, torch.Tensor], root_names: list[str], max_nodes: int):
-        self.root_names, self.max_nodes = root_names, max_nodes
+    def __init__(self, names: dict[str, torch.Tensor], root_names: list[str], options: DrawOptions):
+        self.root_names, self.options, self.max_nodes = root_names, options, options.max_nodes
         # Who is who: named non-leaf tensors by their grad_fn, leaves by identity, storages.
         self.by_fn: dict[Node, list[tuple[str, torch.Tensor]]] = {}   # grad_fn -> [(name, tensor)] for named non-leaf tensors
         self.leaf_name: dict[int, str] = {}      # id(leaf tensor) -> name
@@ -613,6 +706,7 @@ class _Walk:
         self.queue: deque[tuple[Node, str]] = deque()   # (grad_fn, id) of ops whose inputs are not walked yet
         self.hidden: list[Node] = []   # nodes met beyond the cap
         self.hidden_leaves: list[torch.Tensor] = []   # leaves passed as roots, beyond the cap
+        self.not_shown: set[Node] = set()   # nodes an option hides (DrawOptions.shows): no box, no cap
         self.edge_set: set[tuple[str, str]] = set()   # membership for snap.edges (a list, in discovery order)
         self.cut_set: set[str] = set()
         self.focus: list | None = None     # with focus=: [(tensor or node, its node, its name)]
@@ -631,11 +725,14 @@ class _Walk:
         self.keep.append(leaf)
         return nid
 
-    def _visit(self, fn) -> tuple[str | None, bool]:
+    def _visit(self, fn, given: bool = False) -> tuple[str | None, bool]:
         """(id of fn, False) once fn is drawn (an op is queued for its inputs); (None, True)
-        when the cap is reached."""
+        when the cap is reached; (None, False) when an option hides it (DrawOptions.shows: it
+        takes no room under the cap). given: fn is a focus the caller passed."""
         if fn in self.node_id:
             return self.node_id[fn], False
+        if fn in self.not_shown:
+            return None, False
         is_leaf = is_leaf_node(fn)
         if is_leaf:
             leaf = fn.variable
@@ -644,6 +741,11 @@ class _Walk:
                 self.node_id[fn] = self.leaf_box[id(leaf)]
                 self.snap.node_keys[self.node_id[fn]] = node_key(fn)
                 return self.node_id[fn], False
+        if not self.options.shows(is_leaf, given):     # the one visibility rule, before the cap
+            self.not_shown.add(fn)
+            self.keep.append(fn)
+            self.snap.params_hidden.append(self.leaf_name.get(id(fn.variable), f"leaf {fmt_shape(fn.variable.shape)}"))
+            return None, False
         if self._full():
             return None, True
         self.keep.append(fn)
@@ -732,7 +834,7 @@ class _Walk:
                     self.leaf_name.setdefault(id(f), name)
                     self._new_leaf(f)
                 continue
-            _, over = self._visit(fn)
+            _, over = self._visit(fn, given=True)
             if over:
                 self.hidden.append(fn)
 
@@ -750,6 +852,8 @@ class _Walk:
                     if nid not in self.cut_set:
                         self.cut_set.add(nid)
                         snap.cut_at.append(nid)
+                    continue
+                if src is None:      # hidden by an option
                     continue
                 if (src, nid) not in self.edge_set:
                     self.edge_set.add((src, nid))
@@ -794,17 +898,22 @@ class _Walk:
         for key, slots in by_storage.items():
             if key is None:
                 continue
-            for fn, slot, t in slots:
-                cands = [(f"leaf {n}", weakref.ref(v), None) for n, v in leaves.get(key, ())]
-                cands += [(f"variable {n}", weakref.ref(v), None) for n, v in named.get(key, ())]
-                cands += [(f"node {other.name()}", None, (node_key(other), s2))
-                          for other, s2, _ in slots if other is not fn]
+            # one list of holders per storage, shared by its slots (each slot's own node is left
+            # out when read: _still_holding), so k slots of one buffer cost k, not k squared
+            keys = {fn: node_key(fn) for fn, _, _ in slots}
+            holders = [(f"leaf {n}", weakref.ref(v), None) for n, v in leaves.get(key, ())]
+            holders += [(f"variable {n}", weakref.ref(v), None) for n, v in named.get(key, ())]
+            holders += [(f"node {fn.name()}", None, (keys[fn], s2)) for fn, s2, _ in slots]
+            storage_ref = weakref.ref(slots[0][2].untyped_storage())
+            for fn, slot, _ in slots:
                 try:
-                    fn.metadata.setdefault(_HOLDERS_KEY, {})[slot] = (weakref.ref(t.untyped_storage()), cands)
+                    fn.metadata.setdefault(_HOLDERS_KEY, {})[slot] = (storage_ref, holders, keys[fn])
                 except (AttributeError, RuntimeError, TypeError):
                     continue
         self.held_now = {}
-        ops_by_key = {k: self.snap.ops[i] for i, k in self.snap.node_keys.items() if i in self.snap.ops}
+        held_now = {(self.snap.node_keys[i], s.slot) for i, op in self.snap.ops.items()
+                    for s in op.saved if s.state is SavedState.HELD and i in self.snap.node_keys}
+        alive_cache: dict = {}
         for fn, nid in self.node_id.items():
             op = self.snap.ops.get(nid)
             if op is None or not any(s.state is SavedState.FREED for s in op.saved):
@@ -813,17 +922,25 @@ class _Walk:
                 records = fn.metadata.get(_HOLDERS_KEY, {})
             except (AttributeError, RuntimeError):
                 continue
-            op.saved = [dataclasses.replace(s, held_by=_still_holding(records[s.slot], ops_by_key))
+            op.saved = [dataclasses.replace(s, held_by=_still_holding(records[s.slot], held_now, alive_cache))
                         if s.state is SavedState.FREED and s.slot in records else s for s in op.saved]
 
-    def count_hidden(self) -> None:
-        """Phase 4: the nodes beyond the cap, counted by type (iteratively, up to COUNT_LIMIT)."""
+    def count_hidden(self, earlier: Snapshot | None = None) -> None:
+        """Phase 4: the nodes beyond the cap, counted by type (iteratively, up to COUNT_LIMIT);
+        taken from `earlier` when it drew the very same nodes (snapshot_with_ids)."""
         snap = self.snap
-        snap.total_nodes = len(snap.ops) + len(self.leaf_box)
+        snap.total_nodes = len(snap.ops) + len(self.leaf_box) + len(snap.params_hidden)
         if not (self.hidden or self.hidden_leaves):
             return
         snap.truncated = True
-        seen = set(self.node_id)
+        if (earlier is not None and earlier.truncated and earlier.options == self.options
+                and earlier.params_hidden == snap.params_hidden and earlier.cut_at == snap.cut_at
+                and earlier.node_keys == snap.node_keys):
+            snap.hidden_by_type.update(earlier.hidden_by_type)
+            snap.count_capped = earlier.count_capped
+            snap.total_nodes = earlier.total_nodes
+            return
+        seen = set(self.node_id) | self.not_shown
         stack = list(self.hidden)
         keep = []
         leaves = set(self.leaf_box)  # ids of leaf tensors drawn or counted: each counts once
@@ -831,24 +948,28 @@ class _Walk:
             if id(t) not in leaves:
                 leaves.add(id(t))
                 snap.hidden_by_type["leaf"] += 1
-        while stack:
-            fn = stack.pop()
+        by_type = snap.hidden_by_type
+        push, pop, mark, keep_it = stack.append, stack.pop, seen.add, keep.append
+        while stack:      # up to 20,000 nodes: the loop is kept tight
+            fn = pop()
             if fn in seen:
                 continue
-            seen.add(fn)
-            keep.append(fn)
+            mark(fn)
+            keep_it(fn)
             if is_leaf_node(fn):
                 if id(fn.variable) in leaves:
                     continue  # a leaf passed as a root: drawn or counted already
                 leaves.add(id(fn.variable))
-                snap.hidden_by_type["leaf"] += 1
+                by_type["leaf"] += 1
             else:
-                snap.hidden_by_type[fn.name()] += 1
+                by_type[fn.name()] += 1
             if len(seen) >= COUNT_LIMIT:
                 snap.count_capped = True
                 break
-            stack.extend(n for n, _ in fn.next_functions if n is not None)
-        snap.total_nodes += sum(snap.hidden_by_type.values())
+            for n, _ in fn.next_functions:
+                if n is not None and n not in seen:
+                    push(n)
+        snap.total_nodes += sum(by_type.values())
 
     def summarise_above(self) -> None:
         """Phase 5 with focus=: what lies between the roots and the focus, counted by type,

@@ -396,7 +396,8 @@ def check_picture(roots, names, cap, svg=False):
     assert pic.text == describe(snap) and draw(*roots, names=names, **kw).text == pic.text
     assert " at 0x" not in pic.text and "<script" not in pic.dot
     for box in snap.tensors.values():     # every name is in the DOT, escaped (reference: html)
-        safe = html.escape(box.name, quote=True).replace("{", "&#123;").replace("}", "&#125;")
+        # (backslashes doubled: Graphviz reads \\N in a label as the node's name)
+        safe = html.escape(box.name, quote=True).replace("{", "&#123;").replace("}", "&#125;").replace("\\", "\\\\")
         assert f"<B>{safe}</B>" in pic.dot
     shared = snap.shared_buffers()  # one buffer, several slots: marked on each, counted once
     u, b = snap.unique_bytes_by_state(), snap.bytes_by_state()
@@ -408,11 +409,11 @@ def check_picture(roots, names, cap, svg=False):
         assert len(folded) == transposes_to_fold(roots, names, fns)
     transposes = sum(op.name == "TBackward0" for op in snap.ops.values())
     assert pic.dot.count("TBackward0</B>") == transposes - len(folded)
-    assert pic.dot.count(" [xlabel=") == len(folded) and pic.text.count(" TBackward0(") == transposes
+    assert len(re.findall(r" -> \w+ \[[^\n]*\bxlabel=", pic.dot)) == len(folded) and pic.text.count(" TBackward0(") == transposes
     assert (".T: used transposed" in pic.dot) == bool(folded)
     for t, (leaf, user) in folded.items():
         assert f"\t{t} [" not in pic.dot and f" -> {t}" not in pic.dot and f"\t{t} -> " not in pic.dot
-        assert re.search(rf"\t{leaf}(_to_{t})? -> {user} \[xlabel=", pic.dot)
+        assert re.search(rf"\t{leaf}(_to_{t})? -> {user} \[[^\n]*\bxlabel=", pic.dot)
     STATS["folded transposes"] += len(folded)
     refs = far_leaf_uses(snap)     # far uses of a shared leaf: one reference box each, no edge
     assert pic.dot.count("same leaf</FONT>") == len(refs)
@@ -722,3 +723,62 @@ def test_draw_takes_every_combination_of_its_options(specs, chosen, cap, expand,
         if "focus" in kw and mid.grad_fn is not None:
             assert "not drawn here, only counted" in pic.dot and pic.text.count("focus on") == 1
         STATS["option combination drawn: " + "+".join(sorted(kw)) if len(kw) <= 1 else "option combinations drawn"] += 1
+
+
+# ------------------------------------------------------------------ every pair of options under the cap (issue 28 §3)
+PAIRED_OPTIONS = ("names", "title", "focus", "hide_params", "watch")   # watch: the pair drawn by watch()
+DRAWN_NODE = re.compile(r"^\t+(?:([LR])_)?(op\d+|leaf\d+) \[", re.M)    # a box of an op or a leaf, in the DOT
+
+
+@settings(FUZZ, max_examples=max(20, FUZZ.max_examples // 2))
+@given(programs(), st.sampled_from([(a, b) for i, a in enumerate(PAIRED_OPTIONS) for b in PAIRED_OPTIONS[i + 1:]]),
+       st.integers(1, 10))
+def test_every_pair_of_options_keeps_the_cap_counting_the_boxes_drawn(p, pair, cap):
+    """Every pair of options with max_nodes=cap, on random programs: the boxes of ops and leaves in
+    the DOT are never more than cap, and exactly min(cap, what the options let be drawn), counted
+    independently (next_functions walked here): a node an option hides takes no room under the cap.
+    hide_params draws no leaf but one given as a root or a focus, and the text names them."""
+    STATS["option pairs: " + "+".join(pair)] += 1
+    with warnings.catch_warnings(), time_limit(EXAMPLE_TIMEOUT_S):
+        warnings.simplefilter("ignore")
+        pool, roots, names = run_program(p)
+        ops, leaves, seen = reachable(roots)
+        in_graph = [t for t in pool if t.grad_fn in seen or (t.grad_fn is None and id(t) in leaves)]
+        focus = in_graph[(p["focus"] or 0) % len(in_graph)]
+        kw = {"max_nodes": cap}
+        if "names" in pair:
+            kw["names"] = names
+        if "title" in pair:
+            kw["title"] = 't <"\\{x}>'
+        if "focus" in pair:
+            kw["focus"] = focus
+            ops, leaves, _ = reachable([focus])
+        if "hide_params" in pair:
+            kw["hide_params"] = True
+        given = {id(t) for t in [*roots, *([focus] if "focus" in pair else [])] if t.grad_fn is None}
+        shown_leaves = {i for i in leaves if i in given} if "hide_params" in pair else leaves
+        drawable = sum(ops.values()) + len(shown_leaves)
+        if "watch" in pair:
+            loss = sum(r.sum() for r in roots if r.requires_grad)
+            if not isinstance(loss, torch.Tensor) or loss.grad_fn is None:
+                return
+            kw.pop("names", None) if "names" not in pair else None
+            with contextlib.suppress(RuntimeError), watch(*roots, **kw) as w:
+                loss.backward()
+            snaps, dot = {"L": w.before, "R": w.after}, w.picture.dot
+        else:
+            pic = draw(*roots, **kw)
+            snaps, dot = {None: pic.snapshot}, pic.dot
+        for side, snap in snaps.items():
+            boxes = [nid for s, nid in DRAWN_NODE.findall(dot) if (s or None) == side]
+            recorded = len(snap.ops) + snap.leaf_count
+            assert len(boxes) <= cap and recorded == min(cap, drawable), (pair, cap, boxes, recorded, drawable)
+            assert len(boxes) <= recorded      # a folded transpose is an edge, a folded run one box
+            if "hide_params" in pair:
+                assert {t.name for t in snap.tensors.values() if t.role == "leaf"} <= {
+                    t.name for t in snap.tensors.values() if t.role == "leaf" and t.name in (
+                        {n for n, v in names.items() if id(v) in given} | {"out", "out1", "out2", "focus"})}
+                hidden = len(leaves) - len(shown_leaves)
+                assert len(snap.params_hidden) + snap.hidden_by_type.get("leaf", 0) >= hidden
+                if snap.params_hidden:
+                    assert "hidden by hide_params=True" in (w.picture.text if "watch" in pair else pic.text)

@@ -53,7 +53,7 @@ def test_the_dot_writer_writes_every_box_and_edge_of_the_scene():
 @given(st.text())
 def test_escape_matches_html_escape_plus_braces(text):
     # no-break space, times and ellipsis as character references: the same glyphs, plain ASCII DOT
-    want = html.escape(text, quote=True).replace("{", "&#123;").replace("}", "&#125;")
+    want = html.escape(text, quote=True).replace("{", "&#123;").replace("}", "&#125;").replace("\\", "\\\\")
     for char, ref in (("\xa0", "&#160;"), ("\u00d7", "&#215;"), ("\u2026", "&#8230;")):
         want = want.replace(char, ref)
     assert render.esc(text) == want
@@ -406,7 +406,7 @@ def test_a_linear_weights_transpose_is_an_edge_marked_T():
     assert snap.ops[user].name == "AddmmBackward0"
     pic = draw(loss, names=names)
     assert "TBackward0</B>" not in pic.dot and "TBackward0" in pic.text     # the text keeps it
-    assert f"\t{leaf} -> {user} [xlabel=<<B>.T</B>>" in pic.dot
+    assert re.search(rf"\t{leaf} -> {user} \[[^\n]*xlabel=<<B>\.T</B>>", pic.dot)   # attributes sorted
     assert f"\t{leaf} -> {t}" not in pic.dot and f"\t{t} -> {user}" not in pic.dot
     assert ".T: used transposed (TBackward0)" in pic.dot
     assert pic.svg.count('class="node"') == len(snap.ops) - 1 + len(snap.tensors)
@@ -441,7 +441,7 @@ def test_only_a_plain_transpose_is_folded():
     ((t, (src, user)),) = render.folded_transposes(snap).items()
     assert snap.ops[t].name == "TBackward0" and snap.ops[src].name == "MulBackward0" and snap.ops[user].name == "MmBackward0"
     dot = draw((f @ f.t()).sum()).dot
-    assert "TBackward0</B>" not in dot and dot.count("[xlabel=<<B>.T</B>>") == 1
+    assert "TBackward0</B>" not in dot and dot.count(" xlabel=<<B>.T</B>>") == 1
 
 
 def test_a_pair_stays_side_by_side_while_its_text_reads_at_notebook_width():
@@ -498,7 +498,7 @@ def test_a_too_tall_after_view_draws_the_changed_region_and_counts_the_rest():
     view = w.after_view()
     assert "what changed, and its neighbours" in view.text.splitlines()[0]
     assert shown_px(view.svg)[1] <= CORE_MAX_HEIGHT_PX and reads_at(view.svg, CORE_TEXT_PX)
-    drawn = set(re.findall(r"^\t(op\d+|leaf\d+|t_op\d+_\d+) \[", view.dot, re.M))
+    drawn = set(re.findall(r"^\t+(op\d+|leaf\d+|t_op\d+_\d+) \[", view.dot, re.M))
     folded = set(render.folded_transposes(w.after))        # .T marks on edges, not boxes
     hidden = {*w.after.ops, *w.after.tensors} - drawn - folded
     n = int(re.search(r"(\d+) unchanged nodes? not drawn", view.dot).group(1))
@@ -538,8 +538,8 @@ def test_a_transpose_of_a_transpose_is_drawn_as_boxes_not_dangling_edges():
     snap = snapshot((x @ w.t().t()).sum())
     assert render.folded_transposes(snap) == {}
     dot = draw((x @ w.t().t()).sum()).dot
-    boxes = set(re.findall(r"^\t(\w+) \[", dot, re.M))
-    ends = {n for a, b in re.findall(r"^\t(\w+) -> (\w+)", dot, re.M) for n in (a, b)}
+    boxes = set(re.findall(r"^\t+(\w+) \[", dot, re.M))
+    ends = {n for a, b in re.findall(r"^\t+(\w+) -> (\w+)", dot, re.M) for n in (a, b)}
     assert ends <= boxes and dot.count("TBackward0</B>") == 2
 
 
@@ -573,3 +573,35 @@ def test_an_after_view_with_nothing_to_fold_keeps_its_full_title():
         loss.backward()
     view = w.after_view()
     assert "(unchanged boxes faded)" in view.text.splitlines()[0] and "unchanged node" not in view.dot
+
+
+def test_labels_with_markup_characters_show_literally_in_the_svg():
+    """Text with <, >, \\, " and { in every kind of label the one writer makes (graphviz.Digraph
+    reads '<...>' as HTML and passes backslashes on): an HTML table (a leaf's name), the framed
+    title, the plain title (graphviz.nohtml, backslashes doubled) and an edge's mark; Graphviz's
+    SVG shows each exactly as given."""
+    import xml.etree.ElementTree as ET
+
+    from backward_twice.picture import dot_writer
+    from backward_twice.picture.build import scene_of
+
+    weird = ['<lambda>', 'a\\nb "q" {x}', '<b>x</b> \\N']
+    a = torch.tensor([1.0, 2.0], requires_grad=True)
+    b = torch.tensor([3.0, 4.0], requires_grad=True)
+    out = (a * b).sum()
+    snap = snapshot(out, names={weird[0]: a, weird[1]: b, weird[2]: out})
+    framed = render.to_dot(snap, title=weird[1])
+    scene = scene_of(snap, legend=False)
+    scene.title = weird[2] + " " + weird[0]           # a plain (quoted, not HTML) graph label
+    plain = dot_writer.write(scene)
+    assert 'label="&lt;b&gt;x&lt;/b&gt; \\\\N &lt;lambda&gt;"' in plain     # nohtml: quoted, escaped
+
+    def texts(dot):
+        root = ET.fromstring(render.svg_from_dot(dot))
+        return [el.text or "" for el in root.iter("{http://www.w3.org/2000/svg}text")]
+
+    shown = texts(framed)
+    for w in weird:
+        assert w in shown, (w, shown)
+    assert weird[1] in shown                                     # the title, in its frame
+    assert weird[2] + " " + weird[0] in texts(plain)

@@ -1,11 +1,15 @@
 """The one place DOT is written: a Scene (backward_twice.picture.scene) in, DOT source out.
 
-Nothing else in helpers writes or edits DOT text. Box labels are Graphviz HTML-like tables;
-every piece of user text goes through `esc`.
+Nothing else in backward_twice writes or edits DOT text. The graph is built with the `graphviz`
+package's `Digraph` (as torchviz and torchview do), which quotes identifiers and sorts attributes,
+so the text is deterministic. Box labels are Graphviz HTML-like tables, and every piece of user
+text in them goes through `esc`; a label that is plain text (a title) goes through `plain`,
+since the graphviz package reads any string of the form '<...>' as HTML and passes backslashes
+on (Graphviz reads '\\n', '\\N' and '\\l' in a quoted string as escapes).
 """
 from __future__ import annotations
 
-import re
+import graphviz
 
 from .palette import CLUSTER, EDGE, PAIR
 from .scene import Box, Cell, Edge, Scene, Span, Table
@@ -15,17 +19,22 @@ GRAPH_ATTRS = {"fontname": "Helvetica", "fontsize": "11", "nodesep": "0.2",
                # Small pictures come out identical; without the bound, a weight shared by many
                # layers has so many crossing edges that the passes run for minutes at 300 nodes.
                "nslimit": "2", "nslimit1": "2", "ordering": "out", "rankdir": "TB", "ranksep": "0.15"}
-NODE_ATTRS = {"fontname": "Helvetica", "fontsize": "11"}
+# Every box is an HTML table with no margin of its own: set once for the graph, not on every node.
+NODE_ATTRS = {"fontname": "Helvetica", "fontsize": "11", "margin": "0", "shape": "plaintext"}
+GRAPHVIZ_MARGIN = "0.11,0.055"     # Graphviz's own default node margin: the count boxes keep it
 EDGE_ATTRS = {"arrowsize": "0.6", "color": EDGE}
 
 _ESC = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#x27;",
                       "{": "&#123;", "}": "&#125;", "\u00a0": "&#160;", "\u00d7": "&#215;",
-                      "\u2026": "&#8230;"})
+                      "\u2026": "&#8230;",
+                      # Graphviz reads \N, \G, \L ... in any label, HTML ones too (after character
+                      # references): a backslash doubled shows as one
+                      "\\": "\\\\"})
 _ESC_CACHE: dict[str, str] = {}
 
 
 def esc(text) -> str:
-    """User text for a Graphviz HTML label (quotes, braces, <script> stay text), in one pass."""
+    """User text for a Graphviz label (quotes, braces, <script>, backslashes stay text), in one pass."""
     text = str(text)
     done = _ESC_CACHE.get(text)
     if done is None:
@@ -35,17 +44,16 @@ def esc(text) -> str:
     return done
 
 
-_ID = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*|-?(\.\d+|\d+(\.\d*)?))$")
+def plain(text) -> graphviz.nohtml:
+    """User text as a plain (quoted, not HTML) label: `esc`'s character references (Graphviz reads
+    them in any label) and doubled backslashes (else '\\n' is a line break), marked nohtml so that
+    '<lambda>' is never taken for HTML."""
+    return graphviz.nohtml(esc(text))
 
 
-def _attrs(attrs: dict) -> str:
-    parts = []
-    for k, v in attrs.items():
-        if v is None:
-            continue
-        v = str(v)
-        parts.append(f"{k}={v if (_ID.match(v) or v.startswith('<')) else chr(34) + v + chr(34)}")
-    return " ".join(parts)
+def html(markup: str) -> str:
+    """Markup for an HTML-like label: '<' + markup + '>' (what the graphviz package leaves unquoted)."""
+    return f"<{markup}>"
 
 
 # -- labels ----------------------------------------------------------------------
@@ -53,14 +61,20 @@ def _span(s: Span) -> str:
     if s.br:
         return f'<BR ALIGN="{s.br_align}"/>' if s.br_align else "<BR/>"
     text = esc(s.text)
-    for on, tag in ((s.strike, "S"), (s.italic, "I"), (s.bold, "B")):
-        if on:
-            text = f"<{tag}>{text}</{tag}>"
+    if s.strike:
+        text = f"<S>{text}</S>"
+    if s.italic:
+        text = f"<I>{text}</I>"
+    if s.bold:
+        text = f"<B>{text}</B>"
     return text
 
 
 def spans_html(spans: list[Span]) -> str:
     """Spans in order; a run of spans with the same colour and size shares one FONT."""
+    if len(spans) == 1:          # most cells: one span
+        s = spans[0]
+        return _font(_span(s), s.colour, s.size)
     out, i = [], 0
     while i < len(spans):
         key = (spans[i].colour, spans[i].size)
@@ -81,27 +95,56 @@ def _font(body: str, colour, size) -> str:
 
 
 def _cell(c: Cell, first_row_width=None) -> str:
+    # attributes in this order, those set (written out: this runs for every row of every box)
     a = ""
-    for key, v in (("WIDTH", first_row_width if c.bg and first_row_width else c.width), ("HEIGHT", c.height),
-                   ("COLSPAN", c.colspan), ("ROWSPAN", c.rowspan), ("ALIGN", c.align), ("VALIGN", c.valign),
-                   ("BGCOLOR", c.bg), ("COLOR", c.frame_colour), ("STYLE", c.style), ("BORDER", c.border)):
-        if v is not None:
-            a += f' {key}="{v}"'
+    width = first_row_width if c.bg and first_row_width else c.width
+    if width is not None:
+        a += f' WIDTH="{width}"'
+    if c.height is not None:
+        a += f' HEIGHT="{c.height}"'
+    if c.colspan is not None:
+        a += f' COLSPAN="{c.colspan}"'
+    if c.rowspan is not None:
+        a += f' ROWSPAN="{c.rowspan}"'
+    if c.align is not None:
+        a += f' ALIGN="{c.align}"'
+    if c.valign is not None:
+        a += f' VALIGN="{c.valign}"'
+    if c.bg is not None:
+        a += f' BGCOLOR="{c.bg}"'
+    if c.frame_colour is not None:
+        a += f' COLOR="{c.frame_colour}"'
+    if c.style is not None:
+        a += f' STYLE="{c.style}"'
+    if c.border is not None:
+        a += f' BORDER="{c.border}"'
     return f"<TD{a}>{_font(spans_html(c.spans), c.colour, c.size)}</TD>"
 
 
 def table_html(t: Table) -> str:
-    a = ""
-    for key, v in (("WIDTH", t.width), ("HEIGHT", t.height), ("BORDER", t.border), ("CELLBORDER", t.cellborder),
-                   ("CELLSPACING", t.cellspacing), ("CELLPADDING", t.cellpadding), ("COLOR", t.colour),
-                   ("BGCOLOR", t.bg), ("STYLE", t.style)):
-        if v is not None:
-            a += f' {key}="{v}"'
-    rows = []
-    for k, row in enumerate(t.rows):
-        width = t.first_row_width if k == 0 else None
-        rows.append("<TR>" + "".join(_cell(c, width) for c in row) + "</TR>")
-    return f"<<TABLE{a}>" + "".join(rows) + "</TABLE>>"
+    a = ""      # attributes in this order, those set (written out: this runs for every box)
+    if t.width is not None:
+        a += f' WIDTH="{t.width}"'
+    if t.height is not None:
+        a += f' HEIGHT="{t.height}"'
+    if t.border is not None:
+        a += f' BORDER="{t.border}"'
+    if t.cellborder is not None:
+        a += f' CELLBORDER="{t.cellborder}"'
+    if t.cellspacing is not None:
+        a += f' CELLSPACING="{t.cellspacing}"'
+    if t.cellpadding is not None:
+        a += f' CELLPADDING="{t.cellpadding}"'
+    if t.colour is not None:
+        a += f' COLOR="{t.colour}"'
+    if t.bg is not None:
+        a += f' BGCOLOR="{t.bg}"'
+    if t.style is not None:
+        a += f' STYLE="{t.style}"'
+    first = t.first_row_width
+    rows = "".join("<TR>" + "".join([_cell(c, first if k == 0 else None) for c in row]) + "</TR>"
+                   for k, row in enumerate(t.rows))
+    return f"<<TABLE{a}>{rows}</TABLE>>"
 
 
 def label(box: Box) -> str:
@@ -111,28 +154,36 @@ def label(box: Box) -> str:
 
 
 # -- the graph --------------------------------------------------------------------
-def _node(box: Box, prefix: str) -> str:
-    attrs = {"label": label(box)}
-    if not box.simple:
-        attrs["margin"] = "0"
-    attrs["shape"] = "plaintext"
-    attrs.update(box.attrs)
-    return f"\t{prefix}{box.id} [{_attrs(attrs)}]\n"
+def digraph(graph_attrs=None, node_attrs=None) -> graphviz.Digraph:
+    """An empty picture with the house attributes."""
+    return graphviz.Digraph(graph_attr={**GRAPH_ATTRS, **(graph_attrs or {})},
+                            node_attr={**NODE_ATTRS, **(node_attrs or {})}, edge_attr=EDGE_ATTRS)
 
 
-def _edge(e: Edge, prefix: str) -> str:
+def _node(g: graphviz.Digraph, box: Box, prefix: str) -> None:
+    if box.simple:
+        g.node(prefix + box.id, label(box), margin=GRAPHVIZ_MARGIN, **box.attrs)
+    else:
+        g.node(prefix + box.id, label(box), **box.attrs)
+
+
+def _edge(g: graphviz.Digraph, e: Edge, prefix: str) -> None:
     attrs: dict = {}
     if e.tail_mark is not None:
-        attrs.update(xlabel=f"<<B>{esc(e.tail_mark)}</B>>", fontname="Helvetica", fontsize="11",
-                     minlen=e.minlen)
-    elif e.minlen is not None:
-        attrs["minlen"] = e.minlen
-    attrs.update(color=e.colour, fontcolor=e.mark_colour, penwidth=None if e.width is None else f"{e.width:g}",
-                 style=e.style)
-    if e.width is not None and e.width > 1:   # Graphviz grows an arrowhead with its pen: keep the usual size
-        attrs["arrowsize"] = f"{float(EDGE_ATTRS['arrowsize']) * 1.5 / e.width:.2g}"
-    a = _attrs(attrs)
-    return f"\t{prefix}{e.tail} -> {prefix}{e.head}" + (f" [{a}]" if a else "") + "\n"
+        attrs.update(xlabel=f"<<B>{esc(e.tail_mark)}</B>>", fontname="Helvetica", fontsize="11")
+    if e.minlen is not None:
+        attrs["minlen"] = str(e.minlen)
+    if e.colour is not None:
+        attrs["color"] = e.colour
+    if e.mark_colour is not None:
+        attrs["fontcolor"] = e.mark_colour
+    if e.width is not None:
+        attrs["penwidth"] = f"{e.width:g}"
+        if e.width > 1:   # Graphviz grows an arrowhead with its pen: keep the usual size
+            attrs["arrowsize"] = f"{float(EDGE_ATTRS['arrowsize']) * 1.5 / e.width:.2g}"
+    if e.style is not None:
+        attrs["style"] = e.style
+    g.edge(prefix + e.tail, prefix + e.head, **attrs)
 
 
 def legend_html(entries, columns: int = 2) -> str:
@@ -153,92 +204,110 @@ def title_html(title: str, width=None) -> str:
             f'<FONT POINT-SIZE="12"><B>{esc(title)}</B></FONT></TD></TR></TABLE>>')
 
 
-def body(scene: Scene, prefix: str = "", legend_entries=None) -> list[str]:
-    """The node, cluster and edge lines of a scene (ids prefixed: one half of a pair)."""
-    lines: list[str] = []
+def add_scene(g: graphviz.Digraph, scene: Scene, prefix: str = "") -> None:
+    """The boxes, clusters and edges of a scene into `g` (ids prefixed: one half of a pair)."""
     children: dict = {}
     for cid, c in scene.clusters.items():
         children.setdefault(c.parent if c.parent in scene.clusters else None, []).append(cid)
     members: dict = {}
     for box in scene.boxes.values():
         members.setdefault(box.cluster if box.cluster in scene.clusters else None, []).append(box)
+    _emit(g, None, scene, prefix, children, members)
+    plain = []     # a run of edges with no attributes of their own: one Digraph.edges call, in order
+    for e in scene.edges:
+        if (e.tail_mark is None and e.minlen is None and e.colour is None and e.mark_colour is None
+                and e.width is None and e.style is None):
+            plain.append((prefix + e.tail, prefix + e.head))
+            continue
+        if plain:
+            g.edges(plain)
+            plain = []
+        _edge(g, e, prefix)
+    if plain:
+        g.edges(plain)
 
-    def has_content(cid):
-        return cid in members or any(has_content(k) for k in children.get(cid, ()))
 
-    def emit(cid, depth):
-        for box in members.get(cid, ()):
-            lines.append(_node(box, prefix))
-        for k in children.get(cid, ()):
-            if not has_content(k):
-                continue
-            c = scene.clusters[k]
-            lines.append(f"\tsubgraph cluster_{prefix}{k} {{\n\t\t"
-                         + _attrs({"label": "<" + spans_html(c.label) + ">", "labeljust": "l",
-                                   "style": "rounded", "color": CLUSTER, "fontsize": "10"}) + "\n")
-            emit(k, depth + 1)
-            lines.append("\t}\n")
+# Module functions, not closures inside add_scene: a recursive closure is a reference cycle that
+# would keep the whole scene alive until the garbage collector runs.
+def _has_content(cid, children, members) -> bool:
+    return cid in members or any(_has_content(k, children, members) for k in children.get(cid, ()))
 
-    emit(None, 0)
-    lines.extend(_edge(e, prefix) for e in scene.edges)
-    return lines
+
+def _emit(into, cid, scene, prefix, children, members) -> None:
+    for box in members.get(cid, ()):
+        _node(into, box, prefix)
+    for k in children.get(cid, ()):
+        if not _has_content(k, children, members):
+            continue
+        c = scene.clusters[k]
+        sub = graphviz.Digraph(name=f"cluster_{prefix}{k}")
+        sub.attr(label=html(spans_html(c.label)), labeljust="l", style="rounded", color=CLUSTER, fontsize="10")
+        _emit(sub, k, scene, prefix, children, members)
+        into.subgraph(sub)
 
 
 def header(graph_attrs=None, node_attrs=None) -> str:
-    g = {**GRAPH_ATTRS, **(graph_attrs or {})}
-    n = {**NODE_ATTRS, **(node_attrs or {})}
-    return (f"digraph {{\n\tgraph [{_attrs(g)}]\n\tnode [{_attrs(n)}]\n\tedge [{_attrs(EDGE_ATTRS)}]\n")
+    """The first lines of every picture's DOT: 'digraph {' and the graph, node and edge attributes."""
+    source = digraph(graph_attrs, node_attrs).source
+    return source[:source.rindex("}")]
 
 
-def graph_label(text_or_html: str, loc: str, just: str | None = None) -> str:
-    return "\t" + _attrs({"label": text_or_html, "labeljust": just, "labelloc": loc}) + "\n"
+def body(scene: Scene, prefix: str = "") -> list[str]:
+    """The node, cluster and edge lines of a scene, as `header()` is followed by them."""
+    g = digraph()
+    add_scene(g, scene, prefix)
+    return list(g.body)
 
 
 def write(scene: Scene) -> str:
     """DOT of one scene: its title (framed above everything, or as the graph's label), its boxes,
     clusters and edges, its legend below."""
-    out = [header()]
+    g = digraph()
     if scene.title and not scene.framed_title and not scene.title_on_top:
-        out.append(graph_label(esc(scene.title), "t"))
+        g.attr(label=plain(scene.title), labelloc="t")
     if scene.title and scene.title_on_top:
-        out.append(graph_label(title_html(scene.title, scene.title_width), "t", "l"))
+        g.attr(label=title_html(scene.title, scene.title_width), labeljust="l", labelloc="t")
     if scene.framed_title:
-        out.append("\tsubgraph cluster_title {\n\t\t" + _attrs({
-            "label": title_html(scene.title, scene.title_width), "labelloc": "t", "labeljust": "l",
-            "peripheries": "0", "margin": "0"}) + "\n")
-    out.extend(body(scene))
-    if scene.framed_title:
-        out.append("\t}\n")
+        frame = graphviz.Digraph(name="cluster_title")
+        frame.attr(label=title_html(scene.title, scene.title_width), labelloc="t", labeljust="l",
+                   peripheries="0", margin="0")
+        add_scene(frame, scene)
+        g.subgraph(frame)
+    else:
+        add_scene(g, scene)
     if scene.legend:
-        out.append(graph_label(legend_html(scene.legend, scene.legend_columns), "b", "l"))
-    return "".join(out) + "}\n"
+        g.attr(label=legend_html(scene.legend, scene.legend_columns), labeljust="l", labelloc="b")
+    return g.source
 
 
 def write_pair(halves, legend, columns: int = 2) -> str:
     """Two scenes side by side in one layout, each in a cluster headed by its title."""
-    out = [header(), graph_label(legend_html(legend, columns), "b", "l")]
+    g = digraph()
+    g.attr(label=legend_html(legend, columns), labeljust="l", labelloc="b")
     for key, scene in halves:
-        out.append(f"\tsubgraph cluster_{key} {{\n\t\t" + _attrs({
-            "color": PAIR, "fontsize": "13", "label": f"<<B>{esc(scene.title)}</B>>",
-            "labelloc": "t", "style": "rounded"}) + "\n")
-        out.extend("\t" + line for line in body(scene, prefix=key + "_"))
-        out.append("\t}\n")
-    return "".join(out) + "}\n"
+        half = graphviz.Digraph(name=f"cluster_{key}")
+        half.attr(color=PAIR, fontsize="13", label=f"<<B>{esc(scene.title)}</B>>", labelloc="t",
+                  style="rounded")
+        add_scene(half, scene, prefix=key + "_")
+        g.subgraph(half)
+    return g.source
 
 
 def write_legend(legend, columns: int = 2) -> str:
     """A legend alone, as one box (stacked pictures share it below them; measuring its width)."""
-    label = legend_html(legend, columns)
-    return header() + f"\tlegend [{_attrs({'label': label, 'margin': '0', 'shape': 'plaintext'})}]\n}}\n"
+    g = digraph()
+    g.node("legend", legend_html(legend, columns))
+    return g.source
 
 
 def write_boxes(scenes, titles=()) -> str:
     """Every box of `scenes` alone (no edges, one rank), ids prefixed p0_, p1_ ..., titles as
     t0_title ...: the DOT that box sizes are measured from."""
-    out = [header(node_attrs={"height": "0", "width": "0"})]
+    g = digraph(node_attrs={"height": "0", "width": "0"})
     for i, scene in enumerate(scenes):
-        out.extend(_node(b, f"p{i}_") for b in scene.boxes.values())
+        for b in scene.boxes.values():
+            _node(g, b, f"p{i}_")
     for i, t in enumerate(titles):
         if t:
-            out.append(f"\tt{i}_title [label=<<B>{esc(t)}</B>> shape=plaintext fontsize=12]\n")
-    return "".join(out) + "}\n"
+            g.node(f"t{i}_title", f"<<B>{esc(t)}</B>>", fontsize="12", margin=GRAPHVIZ_MARGIN)
+    return g.source

@@ -46,6 +46,10 @@ def describe(snap: Snapshot) -> str:
         slots = sum(len(v) for v in shared.values())
         lines.append(f"shared buffers: {len(shared)} buffer(s) saved by {slots} slots; counted once: "
                      f"{fmt_bytes(u['held'])} held, {fmt_bytes(u['freed'])} freed")
+    if snap.params_hidden:
+        n = len(snap.params_hidden)
+        lines.append(f"NOT DRAWN: {n} leaf tensor{'s' * (n != 1)} (parameters), hidden by hide_params=True: "
+                     f"{', '.join(snap.params_hidden)}; draw them with hide_params=False")
     if snap.truncated:
         more = snap.hidden_count
         plus = "+" if snap.count_capped else ""
