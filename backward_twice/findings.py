@@ -363,6 +363,34 @@ def _backward_expr(site: Site) -> str | None:
     return m.group("e") if m else None
 
 
+def _loop_of_losses(f: Facts) -> str | None:
+    """For one backward line run in a loop over your losses (`for name in loss_dict:
+    loss_dict[name].backward()`, `for loss in outputs: loss.backward()`): their sum, written for
+    your container (`sum(loss_dict.values())`, `sum(outputs)`)."""
+    import linecache
+
+    code = f.failed.site.code()
+    m = re.fullmatch(r"(?P<box>[\w.]+)\[\w+\]\.backward\(\)", code)
+    if m:
+        box = _resolve(f.ns, m.group("box"))
+        if isinstance(box, dict):
+            return f"sum({m.group('box')}.values())"
+        if isinstance(box, (list, tuple)):
+            return f"sum({m.group('box')})"
+        return None
+    m = re.fullmatch(r"(?P<var>\w+)\.backward\(\)", code)
+    if not m:
+        return None
+    for n in range(f.failed.site.line - 1, max(0, f.failed.site.line - 6), -1):
+        loop = re.match(rf"\s*for\s+{m.group('var')}\s+in\s+(?P<it>[\w.]+)\s*:", linecache.getline(f.failed.site.file, n))
+        if loop:
+            box = _resolve(f.ns, loop.group("it"))
+            if isinstance(box, dict):
+                return f"sum({loop.group('it')}.values())"
+            return f"sum({loop.group('it')})" if isinstance(box, (list, tuple)) else None
+    return None
+
+
 def _sum_option(f: Facts) -> Option:
     """One backward of the sum; with its edit when both calls are plain `<loss>.backward()` lines on
     different lines, and no optimizer step runs between them."""
@@ -370,10 +398,14 @@ def _sum_option(f: Facts) -> Option:
     edits, example = (), "`(loss_a + loss_b).backward()`"
     if a and b:
         example = f"`({a} + {b}).backward()`"
+    looped = _loop_of_losses(f) if f.failed is not None and f.freer.site == f.failed.site else None
+    if looped:
+        example = f"`{looped}.backward()`"
     if a and b and not f.steps_between and f.freer.site.file == f.failed.site.file and f.freer.site != f.failed.site:
         edits = (Edit(f.freer.site.file, f.freer.site.line, ()),
                  Edit(f.failed.site.file, f.failed.site.line, (_indent(f.failed.site) + example.strip("`"),)))
-    where = f" at {f.failed.site.short()}, in place of both calls" if edits else ""
+    where = (f" at {f.failed.site.short()}, in place of both calls" if edits else
+             f", in place of the loop that calls backward() on each (at {f.failed.site.short()})" if looped else "")
     return Option("" if not f.carriers else "if both losses should train the part they share",
                   f"Call backward() once, on the sum of the losses: {example}{where}.",
                   "This gives the same gradients as the two calls, in one pass through the shared part, "
