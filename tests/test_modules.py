@@ -326,3 +326,28 @@ def test_expand_takes_true_or_module_paths_and_says_so(bad):
         loss = m(torch.randn(4, 2)).sum()
     with pytest.raises(GraphInputError, match=r"expand= takes True \(every op\) or module paths"):
         draw(loss, modules=m, expand=bad)
+
+
+@pytest.mark.parametrize("grad_inside", [True, False], ids=["grad_inside_record_modules", "grad_outside"])
+def test_a_gradient_penalty_draws_by_module(grad_inside):
+    """WGAN-GP's critic loss (issue 28 §2): autograd.grad(create_graph=True) makes double-backward ops,
+    among them a TBackward0 whose input op is folded into a module call's box. draw(modules=) raised
+    KeyError: 'op31' (transposes.folded_transposes asked the role of a node no longer drawn)."""
+    torch.manual_seed(0)
+    critic = nn.Sequential(nn.Linear(8, 32), nn.LeakyReLU(0.2), nn.Linear(32, 32), nn.LeakyReLU(0.2), nn.Linear(32, 1))
+    real, fake = torch.randn(16, 8), torch.randn(16, 8)
+    with record_modules(critic):
+        eps = torch.rand(16, 1)
+        mixed = (eps * real + (1 - eps) * fake).requires_grad_(True)
+        score = critic(mixed)
+        if grad_inside:
+            grad, = torch.autograd.grad(score.sum(), mixed, create_graph=True)
+        loss = critic(fake).mean() - critic(real).mean()
+    if not grad_inside:
+        grad, = torch.autograd.grad(score.sum(), mixed, create_graph=True)
+    loss = loss + 10 * ((grad.norm(2, dim=1) - 1) ** 2).mean()
+    pic = draw(loss, modules=critic)
+    assert "<svg" in pic.svg and pic.form == "calls"
+    # the double-backward ops are drawn (the penalty's path through the critic's backward)
+    assert "AddmmBackward0" in pic.text and ("MmBackward0" in pic.text or "TBackward0" in pic.text)
+    assert "0.weight" in pic.text
