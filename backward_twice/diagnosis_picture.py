@@ -19,7 +19,8 @@ from . import render
 from .graph import Picture, describe
 from .names import named_tensors
 from .picture import palette
-from .picture.layout import CORE_MAX_HEIGHT_PX, reads_at, shown_px, smallest_text_px
+from .picture.layout import fits as fits_rule
+from .picture.layout import smallest_text_px
 from .trace import next_sequence_nr
 from .walk import is_leaf_node, nodes_under, snapshot_with_ids
 
@@ -101,9 +102,10 @@ def _around(roots, path: list, names, max_nodes: int):
 
 
 def fits(pic) -> bool:
-    """A diagnosis picture is read on one screen: its text reads at notebook width
-    (picture.layout.reads_at) and it is at most CORE_MAX_HEIGHT_PX tall there."""
-    return reads_at(pic.svg) and shown_px(pic.svg)[1] <= CORE_MAX_HEIGHT_PX
+    """A diagnosis picture is read on one screen: picture.layout.fits, the rule every picture is held
+    to (text at least 11 px at notebook width, at most CORE_MAX_HEIGHT_PX tall there). Picture.svg
+    applies it too: a picture that breaks it is drawn as a card saying so."""
+    return fits_rule(render.svg_from_dot(pic.dot)) if pic._svg is None else pic.simplified == 0
 
 
 def _readable(pictures):
@@ -113,7 +115,7 @@ def _readable(pictures):
     for pic in pictures:
         if fits(pic):
             return pic
-        if best is None or smallest_text_px(pic.svg) > smallest_text_px(best.svg):
+        if best is None or smallest_text_px(render.svg_from_dot(pic.dot)) > smallest_text_px(render.svg_from_dot(best.dot)):
             best = pic
     return best
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 
 from . import render
-from .modules import grouped_picture
+from .modules import grouped_picture, recording_covering
 from .picture import repeats
 from .picture.figure import DOT_MIME, Picture, dot_record  # noqa: F401 (re-exported)
 from .picture.layout import (  # noqa: F401
@@ -65,10 +65,26 @@ class ComparePicture(Picture):
         marks = render.Marks(ran=self.ran, changed=changed_grads(before, after))
         sizes = render.pair_sizes(before, after, titles, marks)   # a node: same size, same place
         super().__init__(render.pair_dot(before, after, titles, marks, sizes=sizes),
-                         text, alternative=render.stacked_dots(before, after, titles, marks, sizes=sizes))
+                         text, alternative=render.stacked_dots(before, after, titles, marks, sizes=sizes),
+                         simpler=lambda: self._cut_pairs(marks))
+        nodes = max(len(before.ops) + before.leaf_count, len(after.ops) + after.leaf_count)
+        self.card_head = f"{titles[0]} and {titles[1]}: a graph of {nodes:,} nodes"
 
+    def _cut_pairs(self, marks):
+        """When the pair does not fit at notebook width: the pair drawn with fewer nodes (both halves
+        cut alike: picture.cap.cut, stacked), down to a quarter; then the after view's pictures (the
+        changes marked on 'after'; the text keeps both)."""
+        from .picture import cap
+        b, a = self.before, self.after
+        for n in list(render.caps(max(len(b.ops) + b.leaf_count, len(a.ops) + a.leaf_count)))[:2]:
+            cb, ca = cap.cut(b, n), cap.cut(a, n)
+            titles = (render.short_cut_title(self.titles[0], n), render.short_cut_title(self.titles[1], n))
+            yield render.stacked_dots(cb, ca, titles, marks, sizes=render.pair_sizes(cb, ca, titles, marks))
+        view = self.after_view(note="the pair does not fit at notebook width: 'after' only")
+        yield view.dot
+        yield from view.simpler()
 
-    def after_view(self, spotlight=None) -> Picture:
+    def after_view(self, spotlight=None, note=None) -> Picture:
         """Only the 'after' picture, with the changes marked and every unchanged box faded: the
         .grad values that changed, the nodes the call ran, the ops whose saved tensors were freed or modified in place
         (a core path shows this one; the full pair stays folded below it). Its text is the pair's.
@@ -87,14 +103,23 @@ class ComparePicture(Picture):
             spot = {known[n] for n in spotlight}
         marks = render.Marks(ran=self.ran, changed=changed_grads(b, a), spotlight=frozenset(spot))
         title = f"{self.titles[1]}: what changed (unchanged boxes faded)"
-        full = Picture(render.to_dot(a, title, marks=marks), f"{title}\n{self.text}")
-        if shown_px(full.svg)[1] <= CORE_MAX_HEIGHT_PX:
-            return full
-        # too tall for a core path: the changed region, its neighbours faded, the rest counted (when
-        # everything ran or nothing changed, there is no region to draw: the full view it is)
-        title = f"{self.titles[1]}: what changed, and its neighbours (faded)"
-        dot = render.region_dot(a, title, marks)
-        return full if dot is None else Picture(dot, f"{title}\n{self.text}")
+        if note:
+            title = f"{self.titles[1]} ({note}): what changed"
+
+        def simpler():
+            # too tall or too small for a core path: repeated blocks folded; the changed region, its
+            # neighbours faded, the rest counted (none when everything ran or nothing changed); then
+            # the part nearest the output, fewer nodes each time (each picture says what it left out)
+            folded = repeats.fold(a)
+            if folded is not None and folded.ops_folded >= repeats.FOLD_FROM_OPS:
+                grouping = render.Grouping(of={}, clusters={}, boxes=folded.boxes, box_edges=folded.box_edges)
+                yield render.to_dot(folded.snap, f"{title}; {folded.words}", marks=marks, grouping=grouping)
+            dot = render.region_dot(a, f"{self.titles[1]}: what changed, and its neighbours (faded)", marks)
+            if dot is not None:
+                yield dot
+            yield from render.simpler_cuts(a, self.titles[1], marks)
+
+        return Picture(render.to_dot(a, title, marks=marks), f"{title}\n{self._text}", simpler=simpler)
 
 
 def changed_grads(before: Snapshot, after: Snapshot) -> frozenset:
@@ -173,22 +198,26 @@ def draw(*roots, names=None, title=None, max_nodes=300, modules=None, focus=None
                                expand=expand, focus=focus)
     snap = snapshot(*roots, names=names, max_nodes=max_nodes, focus=focus)
 
-    def simpler():      # fewer nodes, until the picture reads at notebook width (each says so)
-        cap = len(snap.ops) + len(snap.tensors)
-        while cap > SIMPLEST_CAP:
-            cap = max(SIMPLEST_CAP, cap // 2)
+    def simpler():      # fewer nodes, until the picture fits at notebook width (each says so)
+        rec = recording_covering(roots) if focus is None else None
+        if rec is not None:     # a recorded model: one box per module call, when that fits
+            by_module = grouped_picture(roots, names=names, title=_by_module_title(title), max_nodes=max_nodes,
+                                        modules=rec)
+            _ = by_module.svg
+            if not by_module.simplified:
+                yield by_module.dot
+        for cap in render.caps(len(snap.ops) + len(snap.tensors)):
             small = snapshot(*roots, names=names, max_nodes=cap, focus=focus)
-            yield GraphPicture(small, _cut_title(title, cap)).dot
+            yield GraphPicture(small, render.cut_title(title, cap)).dot
 
     return GraphPicture(snap, title, simpler=simpler)
 
 
-SIMPLEST_CAP = 10       # draw()'s last try at a readable picture draws this many nodes (10: a DenseNet-style
-                        # concatenation of 40 layers then reads at 11.6 px; at 12 its six cat inputs side by side read at 7.9 px)
+SIMPLEST_CAP = render.SIMPLEST_CAP
 
 
-def _cut_title(title, cap) -> str:
-    note = f"drawn up to {cap} nodes, to read at notebook width (max_nodes= draws more)"
+def _by_module_title(title) -> str:
+    note = "by module call, to read at notebook width (modules=model draws it; print(pic) lists every op)"
     return f"{title}: {note}" if title else note
 
 
@@ -286,7 +315,7 @@ class Watch:
             self.trace = None        # holds the nodes: keep it no longer than needed
         self.picture = ComparePicture(self.before, self.after, (before, after), ran=ran, ran_text=text)
 
-    def after_view(self, spotlight=None) -> Picture:
+    def after_view(self, spotlight=None, note=None) -> Picture:
         """The 'after' picture with the changes marked, unchanged boxes faded (ComparePicture.after_view)."""
         if self.after is None:
             raise GraphInputError("watch(...).after_view(): the with-block has not finished yet.")

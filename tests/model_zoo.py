@@ -357,15 +357,15 @@ class Denoiser(nn.Module):
 
 
 def diffusion():
-    """A sampler loop differentiated end to end: 1,000 steps of a small denoiser, over 20,000 nodes."""
+    """A sampler loop differentiated end to end: 2,000 steps of a small denoiser, over 20,000 nodes."""
     torch.manual_seed(0)
     model, x = Denoiser(), torch.randn(4, 16)
 
     def sample():
         z = x
-        for i in range(1000):
-            t = torch.full((1, 1), 1 - i / 1000)
-            z = z - 0.001 * model(z, t)
+        for i in range(2000):
+            t = torch.full((1, 1), 1 - i / 2000)
+            z = z - 0.0005 * model(z, t)
         return z
 
     z = _run(model, sample)
@@ -551,8 +551,11 @@ def _row(model, picture, nodes, svg, seconds, pic, save_to):
     if save_to:
         with open(f"{save_to}/{model}.{picture}.svg", "w", encoding="utf-8") as f:
             f.write(svg)
+    from backward_twice.layout import refused
     return {"model": model, "picture": picture, "nodes": nodes, **measure(svg), "seconds": round(seconds, 2),
-            "first_line": pic.text.splitlines()[0][:120]}
+            "refused": refused(svg), "simplified": getattr(pic, "simplified", 0),
+            "form": getattr(pic, "_form", None), "first_line": pic.text.splitlines()[0][:120],
+            "text_tail": pic.text.splitlines()[-1][:300]}
 
 
 if __name__ == "__main__":
