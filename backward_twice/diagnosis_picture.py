@@ -105,7 +105,8 @@ def fits(pic) -> bool:
     """A diagnosis picture is read on one screen: picture.layout.fits, the rule every picture is held
     to (text at least 11 px at notebook width, at most CORE_MAX_HEIGHT_PX tall there). Picture.svg
     applies it too: a picture that breaks it is drawn as a card saying so."""
-    return fits_rule(render.svg_from_dot(pic.dot)) if pic._svg is None else pic.simplified == 0
+    svg = pic.svg
+    return fits_rule(svg) and not getattr(pic, "simplified", 0)     # a card fits, but is not this picture
 
 
 def _readable(pictures):
@@ -115,7 +116,7 @@ def _readable(pictures):
     for pic in pictures:
         if fits(pic):
             return pic
-        if best is None or smallest_text_px(render.svg_from_dot(pic.dot)) > smallest_text_px(render.svg_from_dot(best.dot)):
+        if best is None or smallest_text_px(pic.svg) > smallest_text_px(best.svg):
             best = pic
     return best
 

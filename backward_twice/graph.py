@@ -16,6 +16,7 @@ import contextlib
 
 from . import render
 from .modules import grouped_picture, recording_covering
+from .picture import cap as capping
 from .picture import repeats
 from .picture.figure import DOT_MIME, Picture, dot_record  # noqa: F401 (re-exported)
 from .picture.layout import (  # noqa: F401
@@ -106,6 +107,8 @@ class ComparePicture(Picture):
         if note:
             title = f"{self.titles[1]} ({note}): what changed"
 
+        titles: list[str] = []      # the title of each simpler picture, in order: the text's first line
+
         def simpler():
             # too tall or too small for a core path: repeated blocks folded; the changed region, its
             # neighbours faded, the rest counted (none when everything ran or nothing changed); then
@@ -113,13 +116,20 @@ class ComparePicture(Picture):
             folded = repeats.fold(a)
             if folded is not None and folded.ops_folded >= repeats.FOLD_FROM_OPS:
                 grouping = render.Grouping(of={}, clusters={}, boxes=folded.boxes, box_edges=folded.box_edges)
-                yield render.to_dot(folded.snap, f"{title}; {folded.words}", marks=marks, grouping=grouping)
-            dot = render.region_dot(a, f"{self.titles[1]}: what changed, and its neighbours (faded)", marks)
+                titles.append(f"{self.titles[1]}: what changed, repeated blocks folded (faded: unchanged)")
+                yield render.to_dot(folded.snap, titles[-1], marks=marks, grouping=grouping)
+            region_title = f"{self.titles[1]}: what changed, and its neighbours (faded)"
+            dot = render.region_dot(a, region_title, marks)
             if dot is not None:
+                titles.append(region_title)
                 yield dot
-            yield from render.simpler_cuts(a, self.titles[1], marks)
+            for n in render.caps(len(a.ops) + a.leaf_count):
+                titles.append(render.short_cut_title(self.titles[1], n))
+                yield render.to_dot(capping.cut(a, n), titles[-1], marks=marks)
 
-        return Picture(render.to_dot(a, title, marks=marks), f"{title}\n{self._text}", simpler=simpler)
+        view = Picture(render.to_dot(a, title, marks=marks), f"{title}\n{self._text}", simpler=simpler)
+        view.simpler_titles = titles
+        return view
 
 
 def changed_grads(before: Snapshot, after: Snapshot) -> frozenset:

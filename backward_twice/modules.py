@@ -409,7 +409,9 @@ def grouped_picture(roots, names=None, title=None, max_nodes=300, modules=None, 
         yield from render.simpler_cuts(full, title)
 
     # auto: the overview is built only if the op-by-op picture turns out not to read
-    return ModulePicture(snap, text, detail, None if expand is True else overview, simpler=simpler)
+    pic = ModulePicture(snap, text, detail, None if expand is True else overview, simpler=simpler)
+    pic.held_to_rule = expand is None    # expand= asks for one picture: drawn as asked, however large
+    return pic
 
 
 @dataclass
@@ -734,7 +736,7 @@ class ModulePicture(Picture):
             other = render.svg_from_dot(stacked)
             if smallest_text_px(other) > smallest_text_px(svg):
                 dot, svg = stacked, other
-        if not fits(svg):   # too tall or too small to read: each call's name and totals only, one box each
+        if self.held_to_rule and not fits(svg):   # too tall or too small: each call's name and totals only
             for stack in (False, True):
                 compact = self.overview(stack, True)
                 other = render.svg_from_dot(compact)

@@ -12,6 +12,7 @@ from torch import nn
 from backward_twice import render
 from backward_twice.graph import READABLE_WIDTH_PT, draw, svg_width_pt
 from backward_twice.modules import SCREEN_PX, record_modules, shown_px
+from backward_twice.picture.layout import fits
 from backward_twice.snapshot import GraphInputError, fmt_bytes
 from backward_twice.walk import snapshot
 from helpers.multitask import CatCarNet, make_images
@@ -167,6 +168,10 @@ def test_two_head_net_reads_at_notebook_width():
     pic = draw(loss_cat, loss_car, modules=net)
     assert text_px(pic) >= 9 and svg_width_pt(pic.svg) <= READABLE_WIDTH_PT and pic.form == "calls"
     assert pic.text == ops.text                                     # the text form does not change
+    # issue 28: with a row per layer the overview is 939 px tall at 860 px (over 900): each call's
+    # name and totals only; expand=[] asks for the rows, drawn as asked
+    assert fits(pic.svg) and "0: Conv2d" not in pic.dot and "its totals (print(pic) lists each layer" in pic.dot
+    rows = draw(loss_cat, loss_car, modules=net, expand=[])
     boxes = re.findall(r'<B>(\w+): Sequential</B></TD></TR><TR><TD COLSPAN="2" ALIGN="LEFT">'
                        r'<FONT POINT-SIZE="10">(\d+) saved, ([\d.]+ \w*B) held', pic.dot)
     assert [b[0] for b in boxes] == ["trunk", "cat", "car"]
@@ -175,8 +180,8 @@ def test_two_head_net_reads_at_notebook_width():
     assert boxes[0][1:] == (str(sum(1 for _ in trunk.saved_tensors())),
                             fmt_bytes(trunk.unique_bytes_by_state()["held"]))
     for layer in ("0: Conv2d", "1: ReLU", "4: Conv2d"):                 # which layer saved what
-        assert f">{layer}</FONT>" in pic.dot
-    assert "mat2 = 0.weight.T (128, 16) 8.0 KiB" in pic.dot and pic.dot.count("AddmmBackward0") == 0
+        assert f">{layer}</FONT>" in rows.dot
+    assert "mat2 = 0.weight.T (128, 16) 8.0 KiB" in rows.dot and rows.dot.count("AddmmBackward0") == 0
 
 
 def test_overview_marks_what_backward_freed_and_which_params_got_grads():
@@ -202,7 +207,8 @@ def test_resnet_and_transformer_read_at_notebook_width():
     assert pic.form == "calls" and text_px(pic) >= 9
     # four identical blocks in a row, in the same state: one box, its rows the first block's
     assert "&#215;4 Block: 1 &#8230; 4, the same ops each" in pic.dot
-    assert re.search(r"each: 18 saved, as listed; all 4: 72 saved, [\d.]+ KiB held", pic.dot)
+    # (a call's rows listed when they fit 900 px, else its totals only: issue 28)
+    assert re.search(r"each: 18 saved(, as listed)?; all 4: 72 saved, [\d.]+ KiB held", pic.dot)
     enc, loss = transformer(6)
     for kw in ({}, {"max_nodes": 80}):                      # 08 draws the default
         ops = draw(loss, modules=enc, expand=True, **kw)    # narrow, but several screens tall
@@ -304,8 +310,12 @@ def test_a_trunk_with_many_heads_reads_with_its_branches_stacked(heads):
     pic = draw(loss, modules=net)
     side_by_side = svg_width_pt(render.svg_from_dot(pic.overview(False)))
     assert side_by_side > READABLE_WIDTH_PT                  # one box per call, branches side by side
-    assert pic.form == "calls" and svg_width_pt(pic.svg) <= READABLE_WIDTH_PT and text_px(pic) >= 9
-    assert pic.dot == pic.overview(True) and "[style=invis]" in pic.dot
+    stacked = render.svg_from_dot(pic.overview(True))
+    assert svg_width_pt(stacked) <= READABLE_WIDTH_PT and "[style=invis]" in pic.overview(True)
+    # issue 28: stacked, the overview is over 900 px tall at 860 px, its compact form too: the picture
+    # drawn is the part nearest the loss, and the text says so
+    assert shown_px(stacked)[1] > 900 and fits(pic.svg) and pic.simplified
+    assert "simplified to read at notebook width" in pic.text
 
 
 def test_a_title_heads_the_text_form_of_a_module_picture():

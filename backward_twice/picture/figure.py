@@ -43,6 +43,7 @@ class Picture:
         self.simpler = simpler
         self.stacked = False
         self.simplified = 0
+        self.held_to_rule = True    # False: drawn as asked, however large (draw(modules=, expand=...))
         self._svg = None
 
     @property
@@ -55,6 +56,10 @@ class Picture:
         does; nbval would say so)."""
         if self._svg is None:
             _ = self.svg        # which picture is drawn (and so what to say) is known once laid out
+        words = self._text
+        titles = getattr(self, "simpler_titles", None)
+        if self.simplified > 0 and titles and len(titles) >= self.simplified:   # the title of the picture drawn
+            words = "\n".join([titles[self.simplified - 1], *words.splitlines()[1:]])
         drawn = self.alternative if self.stacked else (self.dot,)
         notes = list(dict.fromkeys(n for n in map(layout_note, drawn) if n is not None))
         if self.simplified == CARD:
@@ -64,7 +69,7 @@ class Picture:
             notes.append(f"picture: simplified to read at notebook width (simpler picture {self.simplified}): "
                          "fewer nodes are drawn than listed above, the rest counted in one box (its title "
                          "says how many; max_nodes= draws more).")
-        return "\n".join([self._text, *notes])
+        return "\n".join([words, *notes])
 
     @text.setter
     def text(self, value: str) -> None:
@@ -77,7 +82,7 @@ class Picture:
         simpler pictures that keeps it, else a card saying what the picture would hold."""
         if self._svg is None:
             svg = self._drawn_svg()
-            self._svg = svg if fits(svg) else self._fitted()
+            self._svg = svg if fits(svg) or not self.held_to_rule else self._fitted()
         return self._svg
 
     def _drawn_svg(self) -> str:
