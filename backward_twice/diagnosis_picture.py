@@ -273,7 +273,9 @@ def _step_picture(snap, ids, clock: StepClock, title, around=None) -> StepPictur
     by_step = "\n".join(("before the loop" if k == 0 else f"step {k}") + ": "
                         + ", ".join(f"{i} {snap.ops[i].name}" for i, s in steps.items() if s == k)
                         for k in used)
-    dot = render.to_dot(snap, head, marks=render.Marks(fills=fills, legend=legend))
-    return StepPicture(dot, f"{head} ({key}).\n{describe(snap)}\n{by_step}", snap, steps)
+    marks = render.Marks(fills=fills, legend=legend)
+    pic = StepPicture(render.to_dot(snap, head, marks=marks), f"{head} ({key}).\n{describe(snap)}\n{by_step}", snap, steps)
+    pic.simpler = lambda: render.simpler_cuts(snap, head, marks)     # when it does not fit: fewer nodes
+    return pic
 
 
