@@ -61,6 +61,7 @@ class ComparePicture(Picture):
         self.before, self.after = before, after
         self.ran = dict(ran or {})
         self.titles, self.ran_text = titles, ran_text
+        self.by_module = None     # Watch: a function drawing the after picture by module call (a recorded model)
         text = (f"== {titles[0]} ==\n{describe(before)}\n== {titles[1]} ==\n{describe(after)}\n"
                 f"== change ==\n{changes(before, after)}" + (f"\n{ran_text}" if ran_text else ""))
         marks = render.Marks(ran=self.ran, changed=changed_grads(before, after))
@@ -123,6 +124,12 @@ class ComparePicture(Picture):
             if dot is not None:
                 titles.append(region_title)
                 yield dot
+            if self.by_module is not None:      # one box per module call: each layer's saved tensors, FREED
+                by_module = self.by_module()
+                _ = by_module.svg
+                if not by_module.simplified:
+                    titles.append(by_module.text.splitlines()[0])
+                    yield by_module.dot
             for n in render.caps(len(a.ops) + a.leaf_count):
                 titles.append(render.short_cut_title(self.titles[1], n))
                 yield render.to_dot(capping.cut(a, n), titles[-1], marks=marks)
@@ -173,20 +180,24 @@ def draw(*roots, names=None, title=None, max_nodes=300, modules=None, focus=None
     title: a line above the picture (and the first line of its text form).
     max_nodes: at most this many boxes are drawn; the rest is counted in one dashed box (the same
         meaning in watch, draw_steps, step_through and why_backward_failed; their defaults differ,
-        each saying why). 300: a graph of a few layers draws whole. A graph that does not read at
-        notebook width (text under 9 px at 860 px) is drawn with its repeated blocks folded, then
-        with fewer boxes, the picture saying so.
+        each saying why). 300: a graph of a few layers draws whole. Every picture fits notebook
+        width (picture.layout.fits: text at least 11 px, at most 900 px tall, at 860 px): a graph
+        that does not is drawn with its repeated blocks folded, then (a model recorded with
+        record_modules) one box per module call, then with fewer boxes, each picture saying so;
+        the text form always lists every node. A recorded model's parameters are named by path.
     modules: the model whose forward ran under `backward_twice.modules.record_modules(model)`: nodes
         are grouped by the module call that made them, each group with its saved bytes, and
         runs of identical blocks beyond max_nodes are collapsed into one box each. When that
         picture does not read on about two screens at notebook width (its smallest text under
         9 px there: picture.layout.reads_at, or taller than modules.SCREEN_PX), each call inside the model is
-        drawn as one box instead: what each of its layers saved, held or freed.
+        drawn as one box instead: what each of its layers saved, held or freed; when that does not
+        fit (11 px, 900 px), each call's name and totals only; then fewer nodes, as above.
     focus: a tensor the roots were computed from (or a list of them): only the part of the
         graph under it (what feeds it) is drawn; what lies between it and the roots is one
         box, "14 nodes from h to loss", and the text form says what it left out.
     expand (with modules=): True draws every op, in module clusters, however wide; a list of
-        module paths (['cat']) draws the one-box-per-call picture with those calls op by op.
+        module paths (['cat']) draws the one-box-per-call picture with those calls op by op
+        (expand= draws as asked, however large: the one picture not held to the 11 px rule).
 
     Example (run by tests/test_docstrings.py):
 
@@ -206,11 +217,12 @@ def draw(*roots, names=None, title=None, max_nodes=300, modules=None, focus=None
     if modules is not None:
         return grouped_picture(roots, names=names, title=title, max_nodes=max_nodes, modules=modules,
                                expand=expand, focus=focus)
+    names = with_parameter_names(roots, names)
     snap = snapshot(*roots, names=names, max_nodes=max_nodes, focus=focus)
 
     def simpler():      # fewer nodes, until the picture fits at notebook width (each says so)
         rec = recording_covering(roots) if focus is None else None
-        if rec is not None:     # a recorded model: one box per module call, when that fits
+        if rec is not None and len(rec.calls) > 1:   # a recorded model with parts: a box per call, if that fits
             by_module = grouped_picture(roots, names=names, title=_by_module_title(title), max_nodes=max_nodes,
                                         modules=rec)
             _ = by_module.svg
@@ -224,6 +236,17 @@ def draw(*roots, names=None, title=None, max_nodes=300, modules=None, focus=None
 
 
 SIMPLEST_CAP = render.SIMPLEST_CAP
+
+
+def with_parameter_names(roots, names):
+    """`names`, plus the parameters of a model recorded with record_modules whose forward made the
+    roots, by their path ('h.3.attn.c_attn.weight'), so they are not 'leaf 1...': the names given win."""
+    rec = recording_covering(roots)
+    if rec is None:
+        return names
+    given = dict(names or {})
+    taken = {id(v) for v in given.values()}
+    return {**{n: p for n, p in rec.model.named_parameters() if id(p) not in taken and n not in given}, **given}
 
 
 def _by_module_title(title) -> str:
@@ -324,6 +347,10 @@ class Watch:
             ran, text = ran_marks(self.trace, ids, self.after)
             self.trace = None        # holds the nodes: keep it no longer than needed
         self.picture = ComparePicture(self.before, self.after, (before, after), ran=ran, ran_text=text)
+        rec = recording_covering(self.roots) if self.focus is None else None
+        if rec is not None and len(rec.calls) > 1:   # a model with parts: after views may draw a box per call
+            roots, names, title = self.roots, self.names, f"{after}: by module call, what backward freed"
+            self.picture.by_module = lambda: grouped_picture(roots, names=names, title=title, modules=rec)
 
     def after_view(self, spotlight=None, note=None) -> Picture:
         """The 'after' picture with the changes marked, unchanged boxes faded (ComparePicture.after_view)."""
@@ -386,7 +413,7 @@ def watch(*roots, names=None, title=None, max_nodes=300, focus=None, label=None)
     """
     if title is not None and label is not None and title != label:
         raise GraphInputError("watch(title=..., label=...): label is the old name of title; give one.")
-    w = Watch(roots, names, max_nodes, title if title is not None else label, focus)
+    w = Watch(roots, with_parameter_names(roots, names), max_nodes, title if title is not None else label, focus)
     hooks = w.trace if w.trace is not None else contextlib.nullcontext()
     try:
         with hooks:
