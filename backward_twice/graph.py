@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 
 from . import render
-from .modules import grouped_picture, recording_covering
+from .modules import focus_nodes, grouped_picture, recording_covering
 from .picture import cap as capping
 from .picture import repeats
 from .picture.figure import DOT_MIME, Picture, dot_record  # noqa: F401 (re-exported)
@@ -194,7 +194,9 @@ def draw(*roots, names=None, title=None, max_nodes=300, modules=None, focus=None
         fit (11 px, 900 px), each call's name and totals only; then fewer nodes, as above.
     focus: a tensor the roots were computed from (or a list of them): only the part of the
         graph under it (what feeds it) is drawn; what lies between it and the roots is one
-        box, "14 nodes from h to loss", and the text form says what it left out.
+        box, "14 nodes from h to loss", and the text form says what it left out. A module path
+        ('h.3.attn', of a model recorded with record_modules) focuses on that module's outputs; a
+        module picture too large to draw whole says which path to focus on next.
     expand (with modules=): True draws every op, in module clusters, however wide; a list of
         module paths (['cat']) draws the one-box-per-call picture with those calls op by op
         (expand= draws as asked, however large: the one picture not held to the 11 px rule).
@@ -214,6 +216,12 @@ def draw(*roots, names=None, title=None, max_nodes=300, modules=None, focus=None
             or (isinstance(expand, (list, tuple)) and all(isinstance(e, str) for e in expand))):
         raise GraphInputError(f"expand= takes True (every op) or module paths such as ['cat'], "
                               f"not {type(expand).__name__} {expand!r}.")
+    if isinstance(focus, str) and modules is None:     # a module path: of the model that made the roots
+        rec = recording_covering(roots)
+        if rec is None:
+            raise GraphInputError(f"focus={focus!r} names a module path: draw it with modules=model, the model "
+                                  "whose forward ran under record_modules(model).")
+        focus = focus_nodes(roots, rec, focus)
     if modules is not None:
         return grouped_picture(roots, names=names, title=title, max_nodes=max_nodes, modules=modules,
                                expand=expand, focus=focus)

@@ -193,6 +193,43 @@ def recording_covering(roots) -> ModuleRecording | None:
     return None
 
 
+def focus_nodes(roots, rec: ModuleRecording, path: str) -> list:
+    """focus='h.3.attn': the nodes that carry the outputs of that module's calls (made inside it, used
+    outside it), for draw(focus=). A GraphInputError names the paths that made nodes when `path` did not."""
+    from .walk import nodes_under
+    inside = {c for c in rec.call_by_key.values() if c.path == path or c.path.startswith(path + ".")}
+    nodes, _ = nodes_under([t.grad_fn for t in roots if isinstance(t, torch.Tensor) and t.grad_fn is not None])
+    users: dict = {}
+    for fn in nodes:
+        for n, _ in fn.next_functions:
+            if n is not None:
+                users.setdefault(n, []).append(fn)
+    mine = [fn for fn in nodes if rec.owner(fn) in inside]
+    out = [fn for fn in mine if not users.get(fn) or any(rec.owner(u) not in inside for u in users[fn])]
+    if not out:
+        called = sorted({c.path for c in rec.call_by_key.values() if c.path})
+        shown = ", ".join(called[:12]) + (", ..." if len(called) > 12 else "")
+        raise GraphInputError(f"focus={path!r}: no node of this graph was made by a module at that path; "
+                              f"the recorded calls: {shown}.")
+    return out
+
+
+def next_focus(full: Snapshot, groups: dict, inside: str | None = None) -> str | None:
+    """The module path to drill down into next: the call (below the model's own, or below `inside`,
+    the path focused on now) whose ops saved the most bytes, for the text of a picture that draws
+    calls as boxes."""
+    best, size = None, -1
+    for key, g in groups.items():
+        path = g.call.path
+        if not path or (inside is not None and not path.startswith(inside + ".")):
+            continue
+        m = full.memory(_subtree(groups, key))
+        total = m.activations + m.freed
+        if total > size:
+            best, size = g.call.path, total
+    return best
+
+
 def recording_of(modules) -> ModuleRecording:
     """The recording `draw(..., modules=...)` was given: a ModuleRecording, or a model
     whose forward ran under record_modules(model)."""
@@ -371,6 +408,9 @@ def grouped_picture(roots, names=None, title=None, max_nodes=300, modules=None, 
     """draw(*roots, modules=model): see backward_twice.graph.draw. With focus=, the module calls are
     made of the part of the graph under the focus (what lies above it is one counted box)."""
     rec = recording_of(modules)
+    focus_path = focus if isinstance(focus, str) else None
+    if focus_path is not None:            # a module path: the nodes that carry its calls' outputs
+        focus = focus_nodes(roots, rec, focus_path)
     known = {name for name, _ in rec.model.named_modules()}
     params = {n: p for n, p in rec.model.named_parameters()}
     param_names = {n: n.rsplit(".", 1)[0] if "." in n else "" for n in params}
@@ -410,6 +450,7 @@ def grouped_picture(roots, names=None, title=None, max_nodes=300, modules=None, 
 
     # auto: the overview is built only if the op-by-op picture turns out not to read
     pic = ModulePicture(snap, text, detail, None if expand is True else overview, simpler=simpler)
+    pic.drill = next_focus(full, groups, focus_path)
     pic.held_to_rule = expand is None    # expand= asks for one picture: drawn as asked, however large
     return pic
 
@@ -721,6 +762,8 @@ class ModulePicture(Picture):
         self.snapshot = snap
         self._form = "ops" if ops_dot is not None else "calls"
         self.overview = overview
+        self.compact = False      # the overview drawn with each call's totals only
+        self.drill = None         # the module path to focus next (next_focus), said when the picture simplifies
 
     @property
     def form(self) -> str:
@@ -741,8 +784,23 @@ class ModulePicture(Picture):
                 compact = self.overview(stack, True)
                 other = render.svg_from_dot(compact)
                 if fits(other):
+                    self.compact = True
                     return compact, other
         return dot, svg
+
+    @property
+    def text(self) -> str:
+        """Picture's text; when the calls are drawn as boxes of totals only, or fewer nodes are drawn,
+        a last line says which module path to focus next (the call that saved the most)."""
+        words = Picture.text.fget(self)
+        if (self.compact or self.simplified) and self.drill:
+            words += (f"\npicture: to see inside a call, focus on its path: draw(..., modules=model, "
+                      f"focus={self.drill!r}) draws the ops of the call that saved the most.")
+        return words
+
+    @text.setter
+    def text(self, value: str) -> None:
+        self._text = value
 
     def _drawn_svg(self) -> str:
         """The form chosen as the class docstring says; when it does not fit (picture.layout.fits:
