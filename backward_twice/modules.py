@@ -794,7 +794,7 @@ class ModulePicture(Picture):
         a last line says which module path to focus next (the call that saved the most)."""
         words = Picture.text.fget(self)
         if (self.compact or self.simplified) and self.drill:
-            words += (f"\npicture: to see inside a call, focus on its path: draw(..., modules=model, "
+            words += (f"\npicture: to see inside a call, draw it by its path: draw(..., modules=model, "
                       f"focus={self.drill!r}) draws the ops of the call that saved the most.")
         return words
 

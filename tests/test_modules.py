@@ -409,4 +409,4 @@ def test_a_module_picture_too_large_to_draw_whole_says_which_path_to_focus_next(
     with record_modules(net):
         loss = net(torch.randn(5, 4)).pow(2).sum()
     small = draw(loss, modules=net)
-    assert small.form == "ops" and "focus on its path" not in small.text
+    assert small.form == "ops" and "to see inside a call" not in small.text

@@ -60,7 +60,7 @@ class Picture:
         titles = getattr(self, "simpler_titles", None)
         if self.simplified > 0 and titles and len(titles) >= self.simplified:   # the title of the picture drawn
             words = "\n".join([titles[self.simplified - 1], *words.splitlines()[1:]])
-        drawn = self.alternative if self.stacked else (self.dot,)
+        drawn = (getattr(self, "_stacked_sources", None) or self.alternative) if self.stacked else (self.dot,)
         notes = list(dict.fromkeys(n for n in map(layout_note, drawn) if n is not None))
         if self.simplified == CARD:
             notes.append("picture: no drawing of this graph reads at notebook width (11 px text, 900 px tall): "
@@ -102,13 +102,10 @@ class Picture:
             many = isinstance(dot, tuple)        # pictures to stack (a pair cut to fewer nodes)
             other = stack_svgs([svg_from_dot(d) for d in dot]) if many else svg_from_dot(dot)
             if fits(other):
-                if many:
-                    self.alternative, self.dot = dot, "\n".join(dot)
-                else:
-                    self.dot = dot
-                self.simplified, self.stacked = k, many
+                self.dot = "\n".join(dot) if many else dot
+                self.simplified, self.stacked, self._stacked_sources = k, many, dot if many else None
                 return other
-        self.dot, self.simplified, self.stacked = card_dot(self.card_lines()), CARD, False
+        self.dot, self.simplified, self.stacked, self._stacked_sources = card_dot(self.card_lines()), CARD, False, None
         return svg_from_dot(self.dot)
 
     def card_lines(self) -> list[str]:
