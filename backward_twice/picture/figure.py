@@ -81,8 +81,11 @@ class Picture:
         least 11 px and at most 900 px tall at notebook width); when it breaks it, the first of the
         simpler pictures that keeps it, else a card saying what the picture would hold."""
         if self._svg is None:
-            svg = self._drawn_svg()
-            self._svg = svg if fits(svg) or not self.held_to_rule else self._fitted()
+            if self.held_to_rule and _cannot_fit(self.dot):
+                self._svg = self._fitted()          # not laid out: too many boxes to fit at all
+            else:
+                svg = self._drawn_svg()
+                self._svg = svg if fits(svg) or not self.held_to_rule else self._fitted()
         return self._svg
 
     def _drawn_svg(self) -> str:
@@ -100,6 +103,8 @@ class Picture:
         (self.simplified = CARD)."""
         for k, dot in enumerate(self.simpler() if self.simpler is not None else (), 1):
             many = isinstance(dot, tuple)        # pictures to stack (a pair cut to fewer nodes)
+            if _cannot_fit("\n".join(dot) if many else dot):
+                continue
             other = stack_svgs([svg_from_dot(d) for d in dot]) if many else svg_from_dot(dot)
             if fits(other):
                 self.dot = "\n".join(dot) if many else dot
@@ -132,6 +137,15 @@ class Picture:
 
 
 CARD = -1      # Picture.simplified when the card is drawn
+
+# A picture of more boxes than this cannot fit 900 px at 11 px text (645 pt x 675 pt at natural size, a
+# box at least ~80 x 20 pt plus its rank gap): it is not laid out (a 20,000-node pair took 35 s to try)
+FIT_MAX_BOXES = 200
+
+
+def _cannot_fit(dot: str) -> bool:
+    from ..layout import measure
+    return measure(dot).nodes > FIT_MAX_BOXES
 
 
 def card_dot(lines: list[str]) -> str:
