@@ -61,7 +61,7 @@ class ComparePicture(Picture):
         self.before, self.after = before, after
         self.ran = dict(ran or {})
         self.titles, self.ran_text = titles, ran_text
-        self.by_module = None     # Watch: a function drawing the after picture by module call (a recorded model)
+        self.by_module = None     # Watch: title -> the after picture by module call (a recorded model)
         text = (f"== {titles[0]} ==\n{describe(before)}\n== {titles[1]} ==\n{describe(after)}\n"
                 f"== change ==\n{changes(before, after)}" + (f"\n{ran_text}" if ran_text else ""))
         marks = render.Marks(ran=self.ran, changed=changed_grads(before, after))
@@ -125,7 +125,8 @@ class ComparePicture(Picture):
                 titles.append(region_title)
                 yield dot
             if self.by_module is not None:      # one box per module call: each layer's saved tensors, FREED
-                by_module = self.by_module()
+                by_module = self.by_module(f"{self.titles[1]}{f' ({note})' if note else ''}: by module call, "
+                                           "what backward freed")
                 _ = by_module.svg
                 if not by_module.simplified:
                     titles.append(by_module.text.splitlines()[0])
@@ -357,8 +358,8 @@ class Watch:
         self.picture = ComparePicture(self.before, self.after, (before, after), ran=ran, ran_text=text)
         rec = recording_covering(self.roots) if self.focus is None else None
         if rec is not None and len(rec.calls) > 1:   # a model with parts: after views may draw a box per call
-            roots, names, title = self.roots, self.names, f"{after}: by module call, what backward freed"
-            self.picture.by_module = lambda: grouped_picture(roots, names=names, title=title, modules=rec)
+            roots, names = self.roots, self.names
+            self.picture.by_module = lambda title: grouped_picture(roots, names=names, title=title, modules=rec)
 
     def after_view(self, spotlight=None, note=None) -> Picture:
         """The 'after' picture with the changes marked, unchanged boxes faded (ComparePicture.after_view)."""

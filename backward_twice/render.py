@@ -47,7 +47,8 @@ def caps(nodes: int):
 
 def short_cut_title(title, cap) -> str:
     """cut_title, short: the title of a picture cut after the fact (an after view, a module picture)."""
-    return f"{title or 'graph'}: {cap} nodes nearest the output (print(pic) lists all)"
+    words = f"{cap} nodes nearest the output (print(pic) lists all)"
+    return f"{title}: {words}" if title else f"the {words}"
 
 
 def simpler_cuts(snap: Snapshot, title=None, marks: Marks = NO_MARKS):
