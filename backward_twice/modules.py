@@ -508,7 +508,7 @@ def _grouping(snap, of, clusters, boxes, box_edges, param_names) -> render.Group
 # (a trunk and two heads) drawn op by op is 1,500+ pt wide, its text 5 px tall at 860 px; as
 # boxes it is a few hundred pt wide, and still says which layer saved what, held or freed.
 OVERVIEW_HINT = "module call as one box: what each layer saved (draw(..., expand=['path']) opens one)"
-COMPACT_HINT = "module call as one box: its totals (print(pic) lists each layer; expand=['path'] opens one)"
+COMPACT_HINT = "module call as one box: its totals (print(pic) lists each layer)"
 
 
 def overview_dot(full: Snapshot, groups: dict, drawn: Collapsed, param_names: dict, title=None,
