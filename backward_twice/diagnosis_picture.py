@@ -20,7 +20,8 @@ from .graph import Picture, describe
 from .names import named_tensors
 from .picture import palette
 from .picture.alt_text import alt_of, listed
-from .picture.layout import CORE_MAX_HEIGHT_PX, reads_at, shown_px, smallest_text_px
+from .picture.layout import fits as fits_rule
+from .picture.layout import smallest_text_px
 from .trace import next_sequence_nr
 from .walk import is_leaf_node, nodes_under, snapshot_with_ids
 
@@ -103,9 +104,11 @@ def _around(roots, path: list, names, max_nodes: int):
 
 
 def fits(pic) -> bool:
-    """A diagnosis picture is read on one screen: its text reads at notebook width
-    (picture.layout.reads_at) and it is at most CORE_MAX_HEIGHT_PX tall there."""
-    return reads_at(pic.svg) and shown_px(pic.svg)[1] <= CORE_MAX_HEIGHT_PX
+    """A diagnosis picture is read on one screen: picture.layout.fits, the rule every picture is held
+    to (text at least 11 px at notebook width, at most CORE_MAX_HEIGHT_PX tall there). Picture.svg
+    applies it too: a picture that breaks it is drawn as a card saying so."""
+    svg = pic.svg
+    return fits_rule(svg) and not getattr(pic, "simplified", 0)     # a card fits, but is not this picture
 
 
 def _readable(pictures):
@@ -274,10 +277,13 @@ def _step_picture(snap, ids, clock: StepClock, title, around=None) -> StepPictur
                         + ", ".join(f"{i} {snap.ops[i].name}" for i, s in steps.items() if s == k)
                         for k in used)
     tags = {i: "before loop" if k == 0 else f"step {k}" for i, k in steps.items()}   # the fill in words
-    dot = render.to_dot(snap, head, marks=render.Marks(fills=fills, legend=legend, tags=tags))
+    marks = render.Marks(fills=fills, legend=legend, tags=tags)
     made = " ".join(("Made before the loop" if k == 0 else f"Step {k} made") + ": "
                     + listed([snap.ops[i].name for i, s in steps.items() if s == k]) + "." for k in used)
     alt = f"{alt_of(snap, head)} Each op's box says which step made it. {made}"
-    return StepPicture(dot, f"{head} ({key}).\n{describe(snap)}\n{by_step}", snap, steps, alt=alt)
+    pic = StepPicture(render.to_dot(snap, head, marks=marks), f"{head} ({key}).\n{describe(snap)}\n{by_step}", snap, steps,
+                      alt=alt)
+    pic.simpler = lambda: render.simpler_cuts(snap, head, marks)     # when it does not fit: fewer nodes
+    return pic
 
 

@@ -16,7 +16,8 @@ import contextlib
 import dataclasses
 
 from . import render
-from .modules import grouped_picture
+from .modules import focus_nodes, grouped_picture, recording_covering
+from .picture import cap as capping
 from .picture import repeats
 from .picture.alt_text import alt_of, call_of, pair_alt
 from .picture.figure import DOT_MIME, Picture, dot_record  # noqa: F401 (re-exported)
@@ -63,11 +64,15 @@ class ComparePicture(Picture):
         self.before, self.after = before, after
         self.ran = dict(ran or {})
         self.titles, self.ran_text = titles, ran_text
+        self.by_module = None     # Watch: title -> the after picture by module call (a recorded model)
         text = (f"== {titles[0]} ==\n{describe(before)}\n== {titles[1]} ==\n{describe(after)}\n"
                 f"== change ==\n{changes(before, after)}" + (f"\n{ran_text}" if ran_text else ""))
         self._marks = render.Marks(ran=self.ran, changed=changed_grads(before, after))
         self._dots = None
-        super().__init__(None, text, alt=pair_alt(before, after, titles, self.ran))
+        super().__init__(None, text, simpler=lambda: self._cut_pairs(self._marks),
+                         alt=pair_alt(before, after, titles, self.ran))
+        nodes = max(len(before.ops) + before.leaf_count, len(after.ops) + after.leaf_count)
+        self.card_head = f"{titles[0]} and {titles[1]}: a graph of {nodes:,} nodes"
 
     # The pair's DOT (and the layout that measures its boxes) is made when first asked for: when
     # the picture is shown, not when watch() takes its snapshots around the backward call.
@@ -96,8 +101,21 @@ class ComparePicture(Picture):
         if value is not None:
             self._pair_dots()[1] = value
 
+    def _cut_pairs(self, marks):
+        """When the pair does not fit at notebook width: the pair drawn with fewer nodes (both halves
+        cut alike: picture.cap.cut, stacked), down to a quarter; then the after view's pictures (the
+        changes marked on 'after'; the text keeps both)."""
+        from .picture import cap
+        b, a = self.before, self.after
+        for n in list(render.caps(max(len(b.ops) + b.leaf_count, len(a.ops) + a.leaf_count)))[:2]:
+            cb, ca = cap.cut(b, n), cap.cut(a, n)
+            titles = (render.short_cut_title(self.titles[0], n), render.short_cut_title(self.titles[1], n))
+            yield render.stacked_dots(cb, ca, titles, marks, sizes=render.pair_sizes(cb, ca, titles, marks))
+        view = self.after_view(note="the pair does not fit at notebook width: 'after' only")
+        yield view.dot
+        yield from view.simpler()
 
-    def after_view(self, spotlight=None) -> Picture:
+    def after_view(self, spotlight=None, note=None) -> Picture:
         """Only the 'after' picture, with the changes marked and every unchanged box faded: the
         .grad values that changed, the nodes the call ran, the ops whose saved tensors were freed or modified in place
         (a core path shows this one; the full pair stays folded below it). Its text is the pair's.
@@ -116,16 +134,40 @@ class ComparePicture(Picture):
             spot = {known[n] for n in spotlight}
         marks = render.Marks(ran=self.ran, changed=changed_grads(b, a), spotlight=frozenset(spot))
         title = f"{self.titles[1]}: what changed (unchanged boxes faded)"
+        if note:
+            title = f"{self.titles[1]} ({note}): what changed"
+
+        titles: list[str] = []      # the title of each simpler picture, in order: the text's first line
+
+        def simpler():
+            # too tall or too small for a core path: repeated blocks folded; the changed region, its
+            # neighbours faded, the rest counted (none when everything ran or nothing changed); then
+            # the part nearest the output, fewer nodes each time (each picture says what it left out)
+            folded = repeats.fold(a)
+            if folded is not None and folded.ops_folded >= repeats.FOLD_FROM_OPS:
+                grouping = render.Grouping(of={}, clusters={}, boxes=folded.boxes, box_edges=folded.box_edges)
+                titles.append(f"{self.titles[1]}: what changed, repeated blocks folded (faded: unchanged)")
+                yield render.to_dot(folded.snap, titles[-1], marks=marks, grouping=grouping)
+            region_title = f"{self.titles[1]}: what changed, and its neighbours (faded)"
+            dot = render.region_dot(a, region_title, marks)
+            if dot is not None:
+                titles.append(region_title)
+                yield dot
+            if self.by_module is not None:      # one box per module call: each layer's saved tensors, FREED
+                by_module = self.by_module(f"{self.titles[1]}{f' ({note})' if note else ''}: by module call, "
+                                           "what backward freed")
+                _ = by_module.svg
+                if not by_module.simplified:
+                    titles.append(by_module.text.splitlines()[0])
+                    yield by_module.dot
+            for n in render.caps(len(a.ops) + a.leaf_count):
+                titles.append(render.short_cut_title(self.titles[1], n))
+                yield render.to_dot(capping.cut(a, n), titles[-1], marks=marks)
+
         alt = alt_of(a, title, b, self.ran, call_of(self.titles[1]))
-        full = Picture(render.to_dot(a, title, marks=marks), f"{title}\n{self.text}", alt=alt)
-        if shown_px(full.svg)[1] <= CORE_MAX_HEIGHT_PX:
-            return full
-        # too tall for a core path: the changed region, its neighbours faded, the rest counted (when
-        # everything ran or nothing changed, there is no region to draw: the full view it is)
-        title = f"{self.titles[1]}: what changed, and its neighbours (faded)"
-        dot = render.region_dot(a, title, marks)
-        alt = alt_of(a, title, b, self.ran, call_of(self.titles[1]))
-        return full if dot is None else Picture(dot, f"{title}\n{self.text}", alt=alt)
+        view = Picture(render.to_dot(a, title, marks=marks), f"{title}\n{self._text}", simpler=simpler, alt=alt)
+        view.simpler_titles = titles
+        return view
 
 
 def changed_grads(before: Snapshot, after: Snapshot) -> frozenset:
@@ -169,20 +211,26 @@ def draw(*roots, names=None, title=None, max_nodes=300, modules=None, focus=None
     title: a line above the picture (and the first line of its text form).
     max_nodes: at most this many boxes are drawn; the rest is counted in one dashed box (the same
         meaning in watch, draw_steps, step_through and why_backward_failed; their defaults differ,
-        each saying why). 300: a graph of a few layers draws whole. A graph that does not read at
-        notebook width (text under 9 px at 860 px) is drawn with its repeated blocks folded, then
-        with fewer boxes, the picture saying so.
+        each saying why). 300: a graph of a few layers draws whole. Every picture fits notebook
+        width (picture.layout.fits: text at least 11 px, at most 900 px tall, at 860 px): a graph
+        that does not is drawn with its repeated blocks folded, then (a model recorded with
+        record_modules) one box per module call, then with fewer boxes, each picture saying so;
+        the text form always lists every node. A recorded model's parameters are named by path.
     modules: the model whose forward ran under `backward_twice.modules.record_modules(model)`: nodes
         are grouped by the module call that made them, each group with its saved bytes, and
         runs of identical blocks beyond max_nodes are collapsed into one box each. When that
         picture does not read on about two screens at notebook width (its smallest text under
         9 px there: picture.layout.reads_at, or taller than modules.SCREEN_PX), each call inside the model is
-        drawn as one box instead: what each of its layers saved, held or freed.
+        drawn as one box instead: what each of its layers saved, held or freed; when that does not
+        fit (11 px, 900 px), each call's name and totals only; then fewer nodes, as above.
     focus: a tensor the roots were computed from (or a list of them): only the part of the
         graph under it (what feeds it) is drawn; what lies between it and the roots is one
-        box, "14 nodes from h to loss", and the text form says what it left out.
+        box, "14 nodes from h to loss", and the text form says what it left out. A module path
+        ('h.3.attn', of a model recorded with record_modules) focuses on that module's outputs; a
+        module picture too large to draw whole says which path to focus on next.
     expand (with modules=): True draws every op, in module clusters, however wide; a list of
-        module paths (['cat']) draws the one-box-per-call picture with those calls op by op.
+        module paths (['cat']) draws the one-box-per-call picture with those calls op by op
+        (expand= draws as asked, however large: the one picture not held to the 11 px rule).
     hide_params: True leaves out the leaves (parameters, their AccumulateGrad boxes), except a leaf
         given as a root or a focus; the text form names them and says how to draw them. They take
         no room under max_nodes (snapshot.DrawOptions: the one visibility rule).
@@ -202,28 +250,50 @@ def draw(*roots, names=None, title=None, max_nodes=300, modules=None, focus=None
             or (isinstance(expand, (list, tuple)) and all(isinstance(e, str) for e in expand))):
         raise GraphInputError(f"expand= takes True (every op) or module paths such as ['cat'], "
                               f"not {type(expand).__name__} {expand!r}.")
+    if isinstance(focus, str) and modules is None:     # a module path: of the model that made the roots
+        rec = recording_covering(roots)
+        if rec is None:
+            raise GraphInputError(f"focus={focus!r} names a module path: draw it with modules=model, the model "
+                                  "whose forward ran under record_modules(model).")
+        focus = focus_nodes(roots, rec, focus)
     options = DrawOptions(max_nodes=max_nodes, focus=focus, hide_params=hide_params)
     if modules is not None:
         return grouped_picture(roots, names=names, title=title, max_nodes=max_nodes, modules=modules,
                                expand=expand, focus=focus, options=options)
+    names = with_parameter_names(roots, names)
     snap = snapshot(*roots, names=names, options=options)
 
-    def simpler():      # fewer nodes, until the picture reads at notebook width (each says so)
-        cap = len(snap.ops) + len(snap.tensors)
-        while cap > SIMPLEST_CAP:
-            cap = max(SIMPLEST_CAP, cap // 2)
+    def simpler():      # fewer nodes, until the picture fits at notebook width (each says so)
+        rec = recording_covering(roots) if focus is None else None
+        if rec is not None and len(rec.calls) > 1:   # a recorded model with parts: a box per call, if that fits
+            by_module = grouped_picture(roots, names=names, title=_by_module_title(title), max_nodes=max_nodes,
+                                        modules=rec, options=options)
+            _ = by_module.svg
+            if not by_module.simplified:
+                yield by_module.dot
+        for cap in render.caps(len(snap.ops) + len(snap.tensors)):
             small = snapshot(*roots, names=names, options=dataclasses.replace(options, max_nodes=cap))
-            yield GraphPicture(small, _cut_title(title, cap)).dot
+            yield GraphPicture(small, render.cut_title(title, cap)).dot
 
     return GraphPicture(snap, title, simpler=simpler)
 
 
-SIMPLEST_CAP = 10       # draw()'s last try at a readable picture draws this many nodes (10: a DenseNet-style
-                        # concatenation of 40 layers then reads at 11.6 px; at 12 its six cat inputs side by side read at 7.9 px)
+SIMPLEST_CAP = render.SIMPLEST_CAP
 
 
-def _cut_title(title, cap) -> str:
-    note = f"drawn up to {cap} nodes, to read at notebook width (max_nodes= draws more)"
+def with_parameter_names(roots, names):
+    """`names`, plus the parameters of a model recorded with record_modules whose forward made the
+    roots, by their path ('h.3.attn.c_attn.weight'), so they are not 'leaf 1...': the names given win."""
+    rec = recording_covering(roots)
+    if rec is None:
+        return names
+    given = dict(names or {})
+    taken = {id(v) for v in given.values()}
+    return {**{n: p for n, p in rec.model.named_parameters() if id(p) not in taken and n not in given}, **given}
+
+
+def _by_module_title(title) -> str:
+    note = "by module call, to read at notebook width (modules=model draws it; print(pic) lists every op)"
     return f"{title}: {note}" if title else note
 
 
@@ -321,8 +391,12 @@ class Watch:
             ran, text = ran_marks(self.trace, ids, self.after)
             self.trace = None        # holds the nodes: keep it no longer than needed
         self.picture = ComparePicture(self.before, self.after, (before, after), ran=ran, ran_text=text)
+        rec = recording_covering(self.roots) if self.focus is None else None
+        if rec is not None and len(rec.calls) > 1:   # a model with parts: after views may draw a box per call
+            roots, names = self.roots, self.names
+            self.picture.by_module = lambda title: grouped_picture(roots, names=names, title=title, modules=rec)
 
-    def after_view(self, spotlight=None) -> Picture:
+    def after_view(self, spotlight=None, note=None) -> Picture:
         """The 'after' picture with the changes marked, unchanged boxes faded (ComparePicture.after_view)."""
         if self.after is None:
             raise GraphInputError("watch(...).after_view(): the with-block has not finished yet.")
@@ -384,7 +458,8 @@ def watch(*roots, names=None, title=None, max_nodes=300, focus=None, label=None,
     """
     if title is not None and label is not None and title != label:
         raise GraphInputError("watch(title=..., label=...): label is the old name of title; give one.")
-    w = Watch(roots, names, max_nodes, title if title is not None else label, focus, hide_params)
+    w = Watch(roots, with_parameter_names(roots, names), max_nodes, title if title is not None else label, focus,
+              hide_params)
     hooks = w.trace if w.trace is not None else contextlib.nullcontext()
     try:
         with hooks:

@@ -34,7 +34,7 @@ import torch
 from . import render
 from .picture.alt_text import alt_of
 from .picture.figure import Picture
-from .picture.layout import reads_at, shown_px, smallest_text_px
+from .picture.layout import fits, reads_at, shown_px, smallest_text_px
 from .picture.palette import CALL_FILL, DETAILS
 from .picture.scene import Cell, Span, Table
 from .picture.text_form import describe
@@ -177,6 +177,58 @@ def record_modules(model: torch.nn.Module) -> ModuleRecording:
         by module call (saved tensors of the nodes made inside it):
     """
     return ModuleRecording(model)
+
+
+def recording_covering(roots) -> ModuleRecording | None:
+    """A live recording (record_modules) that made the roots' last ops, or None: draw(loss) of a
+    recorded model can fall back on its module overview when no op-by-op picture fits."""
+    fns = [t.grad_fn for t in roots if isinstance(t, torch.Tensor) and t.grad_fn is not None]
+    for rec in list(_RECORDINGS.values()):
+        seen, stack = 0, list(fns)
+        while stack and seen < 50:       # the loss's own ops are made outside the model: look a little deeper
+            fn = stack.pop(0)
+            seen += 1
+            if rec.owner(fn) is not None:
+                return rec
+            stack.extend(n for n, _ in fn.next_functions if n is not None)
+    return None
+
+
+def focus_nodes(roots, rec: ModuleRecording, path: str) -> list:
+    """focus='h.3.attn': the nodes that carry the outputs of that module's calls (made inside it, used
+    outside it), for draw(focus=). A GraphInputError names the paths that made nodes when `path` did not."""
+    from .walk import nodes_under
+    inside = {c for c in rec.call_by_key.values() if c.path == path or c.path.startswith(path + ".")}
+    nodes, _ = nodes_under([t.grad_fn for t in roots if isinstance(t, torch.Tensor) and t.grad_fn is not None])
+    users: dict = {}
+    for fn in nodes:
+        for n, _ in fn.next_functions:
+            if n is not None:
+                users.setdefault(n, []).append(fn)
+    mine = [fn for fn in nodes if rec.owner(fn) in inside]
+    out = [fn for fn in mine if not users.get(fn) or any(rec.owner(u) not in inside for u in users[fn])]
+    if not out:
+        called = sorted({c.path for c in rec.call_by_key.values() if c.path})
+        shown = ", ".join(called[:12]) + (", ..." if len(called) > 12 else "")
+        raise GraphInputError(f"focus={path!r}: no node of this graph was made by a module at that path; "
+                              f"the recorded calls: {shown}.")
+    return out
+
+
+def next_focus(full: Snapshot, groups: dict, inside: str | None = None) -> str | None:
+    """The module path to drill down into next: the call (below the model's own, or below `inside`,
+    the path focused on now) whose ops saved the most bytes, for the text of a picture that draws
+    calls as boxes."""
+    best, size = None, -1
+    for key, g in groups.items():
+        path = g.call.path
+        if not path or (inside is not None and not path.startswith(inside + ".")):
+            continue
+        m = full.memory(_subtree(groups, key))
+        total = m.activations + m.freed
+        if total > size:
+            best, size = g.call.path, total
+    return best
 
 
 def recording_of(modules) -> ModuleRecording:
@@ -358,6 +410,9 @@ def grouped_picture(roots, names=None, title=None, max_nodes=300, modules=None, 
     """draw(*roots, modules=model): see backward_twice.graph.draw. With focus=, the module calls are
     made of the part of the graph under the focus (what lies above it is one counted box)."""
     rec = recording_of(modules)
+    focus_path = focus if isinstance(focus, str) else None
+    if focus_path is not None:            # a module path: the nodes that carry its calls' outputs
+        focus = focus_nodes(roots, rec, focus_path)
     known = {name for name, _ in rec.model.named_modules()}
     params = {n: p for n, p in rec.model.named_parameters()}
     param_names = {n: n.rsplit(".", 1)[0] if "." in n else "" for n in params}
@@ -384,16 +439,24 @@ def grouped_picture(roots, names=None, title=None, max_nodes=300, modules=None, 
     base = Collapsed(full, {}, [], {}) if outside <= max_nodes else runs_drawn    # boxes: small
     made = {}
 
-    def overview(stack=False):
-        if stack not in made:
-            made[stack] = overview_dot(full, groups, base, param_names, title,
-                                       () if expand is None else expand, stack=stack, known=known)
-        return made[stack]
+    def overview(stack=False, compact=False):
+        if (stack, compact) not in made:
+            made[stack, compact] = overview_dot(full, groups, base, param_names, title,
+                                                () if expand is None else expand, stack=stack, known=known,
+                                                compact=compact)
+        return made[stack, compact]
 
     if expand not in (None, True):
         overview()          # names in expand= checked now (the picture is laid out lazily)
+    def simpler():      # neither form fits: the graph nearest the loss, fewer nodes each time (each says so)
+        yield from render.simpler_cuts(full, title)
+
     # auto: the overview is built only if the op-by-op picture turns out not to read
-    return ModulePicture(snap, text, detail, None if expand is True else overview, alt=alt_of(full, title))
+    pic = ModulePicture(snap, text, detail, None if expand is True else overview, simpler=simpler,
+                        alt=alt_of(full, title))
+    pic.drill = next_focus(full, groups, focus_path)
+    pic.held_to_rule = expand is None    # expand= asks for one picture: drawn as asked, however large
+    return pic
 
 
 @dataclass
@@ -449,10 +512,11 @@ def _grouping(snap, of, clusters, boxes, box_edges, param_names) -> render.Group
 # (a trunk and two heads) drawn op by op is 1,500+ pt wide, its text 5 px tall at 860 px; as
 # boxes it is a few hundred pt wide, and still says which layer saved what, held or freed.
 OVERVIEW_HINT = "module call as one box: what each layer saved (draw(..., expand=['path']) opens one)"
+COMPACT_HINT = "module call as one box: its totals (print(pic) lists each layer)"
 
 
 def overview_dot(full: Snapshot, groups: dict, drawn: Collapsed, param_names: dict, title=None,
-                 expand=(), stack: bool = False, known=None) -> str:
+                 expand=(), stack: bool = False, known=None, compact: bool = False) -> str:
     """DOT of the overview: the calls just inside the model's call (or, when the model itself
     was not called once, each outermost call) drawn as one box each, except the calls whose
     paths are in `expand`, drawn op by op in a cluster; ops made outside every call (a loss)
@@ -490,7 +554,7 @@ def overview_dot(full: Snapshot, groups: dict, drawn: Collapsed, param_names: di
             continue                    # collapsed into a run box already (a picture past the cap)
         bid = f"call{i}"
         run = run_of.get(key, [key])
-        boxes[bid] = _call_box(full, groups, run, param_names)
+        boxes[bid] = _call_box(full, groups, run, param_names, compact)
         parent_of[bid] = groups[key].call.parent
         for k in run:
             for n in _subtree(groups, k):
@@ -542,7 +606,7 @@ def overview_dot(full: Snapshot, groups: dict, drawn: Collapsed, param_names: di
     if stack:       # branches side by side (heads of one trunk, their losses) one below the other
         grouping.invisible += _fan_out_pairs(small, box_edges)
     return render.to_dot(small, title, grouping=grouping,
-                         marks=render.Marks(legend=extra + ((render.CLUSTER, OVERVIEW_HINT),)))
+                         marks=render.Marks(legend=extra + ((render.CLUSTER, COMPACT_HINT if compact else OVERVIEW_HINT),)))
 
 
 def _fan_out_pairs(small: Snapshot, box_edges: list) -> list:
@@ -576,7 +640,7 @@ def _states(full, groups, key) -> tuple:
                         if n in full.ops for s in full.ops[n].saved if s.is_tensor))
 
 
-def _call_box(full: Snapshot, groups: dict, run: list, param_names: dict) -> Table:
+def _call_box(full: Snapshot, groups: dict, run: list, param_names: dict, compact: bool = False) -> Table:
     """One module call (or a run of identical ones) as a table: its name, its totals, one row
     per layer (or op of its own) that saved tensors, each saved tensor held (green) or FREED
     (red), and its parameters."""
@@ -588,11 +652,13 @@ def _call_box(full: Snapshot, groups: dict, run: list, param_names: dict) -> Tab
         last = groups[run[-1]].call.path
         each = _saved_totals(full, _subtree(groups, key))["n"]
         head = f"\u00d7{len(run)} {call.kind}: {call.path} \u2026 {last}, the same ops each"
-        totals = f"each: {each} saved, as listed; all {len(run)}: {totals}"
+        totals = f"each: {each} saved{'' if compact else ', as listed'}; all {len(run)}: {totals}"
     else:
         head = call.label
     rows = [[Cell([Span(head, bold=True)], colspan=2, align="LEFT")],
             [Cell([Span(totals)], size=10, colspan=2, align="LEFT")]]
+    if compact:     # the overview too tall to read: a call's name and totals only (the text lists each layer)
+        return Table(rows, style="rounded", colour=render.CLUSTER, bg=CALL_FILL)
     shared = {(op.id, sv.slot) for slots in full.shared_buffers().values() for op, sv in slots}
     makers = sorted(_inside(groups, key), key=lambda k: groups[k].call.start)
     own = []
@@ -693,13 +759,17 @@ class ModulePicture(Picture):
     read (a trunk with four heads side by side) is tried with its branches stacked. `form` says
     which (reading it lays out)."""
 
-    def __init__(self, snap: Snapshot, text: str, ops_dot: str | None, overview, alt: str | None = None):
+    def __init__(self, snap: Snapshot, text: str, ops_dot: str | None, overview, simpler=None,
+                 alt: str | None = None):
         """overview: a function overview(stack: bool) -> DOT, or None (only the op-by-op
-        picture); called only when needed. alt: the text alternative (picture.alt_text)."""
-        super().__init__(ops_dot if ops_dot is not None else overview(False), text, alt=alt)
+        picture); called only when needed. simpler: as for Picture (when neither form fits).
+        alt: the text alternative (picture.alt_text)."""
+        super().__init__(ops_dot if ops_dot is not None else overview(False), text, simpler=simpler, alt=alt)
         self.snapshot = snap
         self._form = "ops" if ops_dot is not None else "calls"
         self.overview = overview
+        self.compact = False      # the overview drawn with each call's totals only
+        self.drill = None         # the module path to focus next (next_focus), said when the picture simplifies
 
     @property
     def form(self) -> str:
@@ -715,25 +785,45 @@ class ModulePicture(Picture):
             other = render.svg_from_dot(stacked)
             if smallest_text_px(other) > smallest_text_px(svg):
                 dot, svg = stacked, other
+        if self.held_to_rule and not fits(svg):   # too tall or too small: each call's name and totals only
+            for stack in (False, True):
+                compact = self.overview(stack, True)
+                other = render.svg_from_dot(compact)
+                if fits(other):
+                    self.compact = True
+                    return compact, other
         return dot, svg
 
     @property
-    def svg(self) -> str:
-        if self._svg is None:
-            if self._form == "calls":           # only the overview: maybe with branches stacked
-                self.dot, svg = self._overview_svg()
-            else:
-                svg = render.svg_from_dot(self.dot)
-                height, reads = shown_px(svg)[1], reads_at(svg)
-                if self.overview is not None and (not reads or height > SCREEN_PX):
-                    dot, other = self._overview_svg()
-                    better = (smallest_text_px(other) > smallest_text_px(svg) if not reads
-                              else reads_at(other) and shown_px(other)[1] < height)
-                    if better:
-                        svg, self.dot, self._form = other, dot, "calls"
-            self._svg = svg
-        return self._svg
+    def text(self) -> str:
+        """Picture's text; when the calls are drawn as boxes of totals only, or fewer nodes are drawn,
+        a last line says which module path to focus next (the call that saved the most)."""
+        words = Picture.text.fget(self)
+        if (self.compact or self.simplified) and self.drill:
+            words += (f"\npicture: to see inside a call, draw it by its path: draw(..., modules=model, "
+                      f"focus={self.drill!r}) draws the ops of the call that saved the most.")
+        return words
 
+    @text.setter
+    def text(self, value: str) -> None:
+        self._text = value
+
+    def _drawn_svg(self) -> str:
+        """The form chosen as the class docstring says; when it does not fit (picture.layout.fits:
+        11 px, 900 px tall), the other form if that one fits (then Picture's simpler pictures)."""
+        if self._form == "calls":           # only the overview: maybe with branches stacked
+            self.dot, svg = self._overview_svg()
+            return svg
+        svg = render.svg_from_dot(self.dot)
+        height, reads = shown_px(svg)[1], reads_at(svg)
+        other = None
+        if self.overview is not None and (not reads or height > SCREEN_PX or not fits(svg)):
+            dot, other = self._overview_svg()
+            better = (smallest_text_px(other) > smallest_text_px(svg) if not reads
+                      else reads_at(other) and shown_px(other)[1] < height)
+            if better or (fits(other) and not fits(svg)):
+                svg, self.dot, self._form = other, dot, "calls"
+        return svg
 
 def _depths(groups) -> dict:
     out = {}

@@ -367,11 +367,17 @@ def test_a_long_loop_is_drawn_around_the_stop_a_short_one_whole():
     tall = why_backward_failed(err, names=ns)
     assert tall.picture.text.startswith("focus on") and fits(tall.picture)
     import backward_twice.diagnosis_picture as dp
-    limit, dp.CORE_MAX_HEIGHT_PX = dp.CORE_MAX_HEIGHT_PX, 10_000     # a taller screen: drawn whole
+    import backward_twice.picture.figure as figure
+    from backward_twice.picture.layout import CORE_TEXT_PX, reads_at
+    rule = dp.fits_rule
+
+    def taller(svg):    # a taller screen (the one rule, layout.fits, without its 900 px): drawn whole
+        return reads_at(svg, CORE_TEXT_PX)
+    dp.fits_rule = figure.fits = taller
     try:
         assert not why_backward_failed(err, names=ns).picture.text.startswith("focus on")
     finally:
-        dp.CORE_MAX_HEIGHT_PX = limit
+        dp.fits_rule = figure.fits = rule
 
 
 def test_same_graph_twice_is_not_called_a_loop():
@@ -513,9 +519,12 @@ def test_draw_steps_of_a_long_loop_is_drawn_where_the_steps_meet_and_reads():
         w, h = (float(v) for v in re.search(r'<svg width="([\d.]+)pt" height="([\d.]+)pt"', svg).groups())
         return px, h * 4 / 3 * shown / (w * 4 / 3)
 
+    from backward_twice import render
     whole = draw_steps(loss, clock=clock, names=ns, focus=loss)
-    px, tall = shown_height_px(whole.svg)
+    px, tall = shown_height_px(render.svg_from_dot(whole.dot))
     assert whole.snapshot.above is None and (px < MIN_TEXT_PX or tall > SCREEN_PX)
+    # and as drawn (issue 28: every picture fits 11 px and 900 px), the part nearest the loss
+    assert "nodes nearest the output" in whole.svg and whole.simplified
     assert shown_height_px(pic.svg)[1] <= SCREEN_PX
 
 

@@ -14,7 +14,9 @@ from backward_twice.walk import snapshot
 def op_by_op(loss, names):
     """The picture of every op (draw() folds the repeated steps of these loops into one box)."""
     snap = snapshot(loss, names=names)
-    return Picture(render.to_dot(snap), describe(snap))
+    pic = Picture(render.to_dot(snap), describe(snap))
+    pic.held_to_rule = False      # this picture, as laid out (refused, simplified): not a fallback (issue 28)
+    return pic
 
 
 def attention(steps, d=4):

@@ -12,6 +12,7 @@ from torch import nn
 from backward_twice import render
 from backward_twice.graph import READABLE_WIDTH_PT, draw, svg_width_pt
 from backward_twice.modules import SCREEN_PX, record_modules, shown_px
+from backward_twice.picture.layout import fits
 from backward_twice.snapshot import GraphInputError, fmt_bytes
 from backward_twice.walk import snapshot
 from helpers.multitask import CatCarNet, make_images
@@ -166,7 +167,11 @@ def test_two_head_net_reads_at_notebook_width():
     assert ops.form == "ops" and svg_width_pt(ops.svg) > READABLE_WIDTH_PT and text_px(ops) < 9
     pic = draw(loss_cat, loss_car, modules=net)
     assert text_px(pic) >= 9 and svg_width_pt(pic.svg) <= READABLE_WIDTH_PT and pic.form == "calls"
-    assert pic.text == ops.text                                     # the text form does not change
+    assert pic.text.startswith(ops.text)        # the text form does not change (a last line: where to focus)
+    # issue 28: with a row per layer the overview is 939 px tall at 860 px (over 900): each call's
+    # name and totals only; expand=[] asks for the rows, drawn as asked
+    assert fits(pic.svg) and "0: Conv2d" not in pic.dot and "its totals (print(pic) lists each layer" in pic.dot
+    rows = draw(loss_cat, loss_car, modules=net, expand=[])
     boxes = re.findall(r'<B>(\w+): Sequential</B></TD></TR><TR><TD COLSPAN="2" ALIGN="LEFT">'
                        r'<FONT POINT-SIZE="10">(\d+) saved, ([\d.]+ \w*B) held', pic.dot)
     assert [b[0] for b in boxes] == ["trunk", "cat", "car"]
@@ -175,8 +180,8 @@ def test_two_head_net_reads_at_notebook_width():
     assert boxes[0][1:] == (str(sum(1 for _ in trunk.saved_tensors())),
                             fmt_bytes(trunk.unique_bytes_by_state()["held"]))
     for layer in ("0: Conv2d", "1: ReLU", "4: Conv2d"):                 # which layer saved what
-        assert f">{layer}</FONT>" in pic.dot
-    assert "mat2 = 0.weight.T (128, 16) 8.0 KiB" in pic.dot and pic.dot.count("AddmmBackward0") == 0
+        assert f">{layer}</FONT>" in rows.dot
+    assert "mat2 = 0.weight.T (128, 16) 8.0 KiB" in rows.dot and rows.dot.count("AddmmBackward0") == 0
 
 
 def test_overview_marks_what_backward_freed_and_which_params_got_grads():
@@ -202,7 +207,8 @@ def test_resnet_and_transformer_read_at_notebook_width():
     assert pic.form == "calls" and text_px(pic) >= 9
     # four identical blocks in a row, in the same state: one box, its rows the first block's
     assert "&#215;4 Block: 1 &#8230; 4, the same ops each" in pic.dot
-    assert re.search(r"each: 18 saved, as listed; all 4: 72 saved, [\d.]+ KiB held", pic.dot)
+    # (a call's rows listed when they fit 900 px, else its totals only: issue 28)
+    assert re.search(r"each: 18 saved(, as listed)?; all 4: 72 saved, [\d.]+ KiB held", pic.dot)
     enc, loss = transformer(6)
     for kw in ({}, {"max_nodes": 80}):                      # 08 draws the default
         ops = draw(loss, modules=enc, expand=True, **kw)    # narrow, but several screens tall
@@ -304,8 +310,12 @@ def test_a_trunk_with_many_heads_reads_with_its_branches_stacked(heads):
     pic = draw(loss, modules=net)
     side_by_side = svg_width_pt(render.svg_from_dot(pic.overview(False)))
     assert side_by_side > READABLE_WIDTH_PT                  # one box per call, branches side by side
-    assert pic.form == "calls" and svg_width_pt(pic.svg) <= READABLE_WIDTH_PT and text_px(pic) >= 9
-    assert pic.dot == pic.overview(True) and "[style=invis]" in pic.dot
+    stacked = render.svg_from_dot(pic.overview(True))
+    assert svg_width_pt(stacked) <= READABLE_WIDTH_PT and "[style=invis]" in pic.overview(True)
+    # issue 28: stacked, the overview is over 900 px tall at 860 px, its compact form too: the picture
+    # drawn is the part nearest the loss, and the text says so
+    assert shown_px(stacked)[1] > 900 and fits(pic.svg) and pic.simplified
+    assert "simplified to read at notebook width" in pic.text
 
 
 def test_a_title_heads_the_text_form_of_a_module_picture():
@@ -326,3 +336,77 @@ def test_expand_takes_true_or_module_paths_and_says_so(bad):
         loss = m(torch.randn(4, 2)).sum()
     with pytest.raises(GraphInputError, match=r"expand= takes True \(every op\) or module paths"):
         draw(loss, modules=m, expand=bad)
+
+
+@pytest.mark.parametrize("grad_inside", [True, False], ids=["grad_inside_record_modules", "grad_outside"])
+def test_a_gradient_penalty_draws_by_module(grad_inside):
+    """WGAN-GP's critic loss (issue 28 §2): autograd.grad(create_graph=True) makes double-backward ops,
+    among them a TBackward0 whose input op is folded into a module call's box. draw(modules=) raised
+    KeyError: 'op31' (transposes.folded_transposes asked the role of a node no longer drawn)."""
+    torch.manual_seed(0)
+    critic = nn.Sequential(nn.Linear(8, 32), nn.LeakyReLU(0.2), nn.Linear(32, 32), nn.LeakyReLU(0.2), nn.Linear(32, 1))
+    real, fake = torch.randn(16, 8), torch.randn(16, 8)
+    with record_modules(critic):
+        eps = torch.rand(16, 1)
+        mixed = (eps * real + (1 - eps) * fake).requires_grad_(True)
+        score = critic(mixed)
+        if grad_inside:
+            grad, = torch.autograd.grad(score.sum(), mixed, create_graph=True)
+        loss = critic(fake).mean() - critic(real).mean()
+    if not grad_inside:
+        grad, = torch.autograd.grad(score.sum(), mixed, create_graph=True)
+    loss = loss + 10 * ((grad.norm(2, dim=1) - 1) ** 2).mean()
+    pic = draw(loss, modules=critic)
+    assert "<svg" in pic.svg and pic.form == "calls"
+    # the double-backward ops are drawn (the penalty's path through the critic's backward)
+    assert "AddmmBackward0" in pic.text and ("MmBackward0" in pic.text or "TBackward0" in pic.text)
+    assert "0.weight" in pic.text
+
+
+def _mlp():
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 8), nn.Tanh(), nn.Linear(8, 2))
+    with record_modules(net):
+        loss = net(torch.randn(3, 4)).pow(2).sum()
+    return net, loss
+
+
+def test_focus_takes_a_module_path():
+    """issue 28 §1, drill-down: focus='2' is the output of the module at path '2' (what feeds it drawn,
+    what lies above counted), with modules= or without it for a recorded model."""
+    net, loss = _mlp()
+    pic = draw(loss, modules=net, focus="2", expand=True)
+    ops = sorted(op.name for op in pic.snapshot.ops.values())
+    assert ops == ["AddmmBackward0", "AddmmBackward0", "TBackward0", "TBackward0", "TanhBackward0"]
+    assert "focus on AddmmBackward0: NOT DRAWN: 4 nodes from AddmmBackward0 to out" in pic.text
+    plain = draw(loss, focus="2")                  # the model that made loss was recorded: its paths work
+    assert sorted(op.name for op in plain.snapshot.ops.values()) == ops
+    with pytest.raises(GraphInputError, match=r"focus='9': no node .* the recorded calls: 0, 1, 2, 3, 4"):
+        draw(loss, modules=net, focus="9")
+    with pytest.raises(GraphInputError, match="names a module path"):
+        draw((torch.ones(2, requires_grad=True) * 2).sum(), focus="2")
+
+
+def test_a_recorded_models_parameters_carry_their_paths():
+    """issue 28 §1: 'leaf 1...6' told a learner nothing; a recorded model's parameters are named by path
+    in draw and watch (names given still win)."""
+    from backward_twice.graph import watch
+    net, loss = _mlp()
+    assert "leaf 0.weight (8, 4)" in draw(loss).text and "leaf 4.bias (2,)" in draw(loss).text
+    assert "leaf w0 (8, 4)" in draw(loss, names={"w0": net[0].weight}).text
+    with watch(loss) as w:
+        loss.backward()
+    assert repr(w).count("leaf 2.weight (8, 8) float32 grad=") == 2 and "TBackward0(2.weight)" in repr(w)
+
+
+def test_a_module_picture_too_large_to_draw_whole_says_which_path_to_focus_next():
+    enc, loss = transformer(6)      # a row per layer is over 900 px tall: each call's totals only
+    pic = draw(loss, modules=enc)
+    assert "draw(..., modules=model, focus='layers.5') draws the ops of the call that saved the most" in pic.text
+    assert pic.compact and fits(pic.svg) and "&#215;5 TransformerEncoderLayer" in pic.dot
+    torch.manual_seed(0)            # drawn whole, op by op: nothing to say
+    net = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+    with record_modules(net):
+        loss = net(torch.randn(5, 4)).pow(2).sum()
+    small = draw(loss, modules=net)
+    assert small.form == "ops" and "to see inside a call" not in small.text

@@ -4,7 +4,7 @@ from __future__ import annotations
 import html
 import re
 
-from .layout import MIN_TEXT_PX, layout_note, reads_at, refused, smallest_text_px, stack_svgs, svg_from_dot, svg_img, svg_width_pt
+from .layout import MIN_TEXT_PX, fits, layout_note, smallest_text_px, stack_svgs, svg_from_dot, svg_img, svg_width_pt
 
 # Every picture's output carries the DOT it was drawn from (sizes measured by a layout blanked:
 # they depend on the Graphviz build and fonts). nbval compares it like text/plain, so a fresh run
@@ -23,12 +23,14 @@ _MEASURED = re.compile(r'\b(WIDTH|HEIGHT)="\d+"')
 class Picture:
     """Something that shows as SVG in JupyterLab and as stable text elsewhere.
 
-    alternative: DOT sources of pictures to stack, one above the other, instead (before above
-    after), used when the first one's smallest text is under MIN_TEXT_PX at notebook width and
-    that is narrower. `dot` is then the sources actually drawn, and `stacked` is True.
-    simpler: a function giving simpler DOT sources, simplest last (fewer nodes drawn, each
-    picture saying so itself), tried in order when the picture does not read at MIN_TEXT_PX:
-    the first that reads is drawn (`simplified` then says which, 1-based), else the most readable.
+    Every picture is held to one rule (picture.layout.fits: text at least 11 px, at most 900 px
+    tall, shown 860 px wide). alternative: DOT sources of pictures to stack, one above the other,
+    instead (before above after), used when the first does not fit and they do (or, as before,
+    when its text is under MIN_TEXT_PX and they are narrower). `dot` is then the sources actually
+    drawn, and `stacked` is True. simpler: a function giving simpler DOT sources, simplest last
+    (fewer nodes drawn, each picture saying so itself), tried in order when the picture does not
+    fit: the first that fits is drawn (`simplified` then says which, 1-based); when none does, a
+    card, one box of words (card_lines), saying what the picture would hold (simplified == CARD).
     A picture whose layout was refused (too costly: backward_twice.layout) does not read, whatever the
     size of the note shown instead. `text` describes the picture drawn: when a simpler one is, it
     says so, and any layout note is the drawn picture's (with `simpler`, reading it lays out).
@@ -43,6 +45,7 @@ class Picture:
         self.simpler = simpler
         self.stacked = False
         self.simplified = 0
+        self.held_to_rule = True    # False: drawn as asked, however large (draw(modules=, expand=...))
         self._svg = None
 
     @property
@@ -53,16 +56,22 @@ class Picture:
         last line depends on the laid-out text size, so on the Graphviz build and its fonts: a
         committed output that carries it could differ on another build (none of the notebooks'
         does; nbval would say so)."""
-        if self._svg is None and (self.simpler is not None or (self.alternative is not None and any(
-                map(layout_note, (self.dot, *self.alternative))))):
+        if self._svg is None:
             _ = self.svg        # which picture is drawn (and so what to say) is known once laid out
-        drawn = self.alternative if self.stacked else (self.dot,)
+        words = self._text
+        titles = getattr(self, "simpler_titles", None)
+        if self.simplified > 0 and titles and len(titles) >= self.simplified:   # the title of the picture drawn
+            words = "\n".join([titles[self.simplified - 1], *words.splitlines()[1:]])
+        drawn = (getattr(self, "_stacked_sources", None) or self.alternative) if self.stacked else (self.dot,)
         notes = list(dict.fromkeys(n for n in map(layout_note, drawn) if n is not None))
-        if self.simplified:
+        if self.simplified == CARD:
+            notes.append("picture: no drawing of this graph reads at notebook width (11 px text, 900 px tall): "
+                         "one box says what it holds; the lines above list every node.")
+        elif self.simplified:
             notes.append(f"picture: simplified to read at notebook width (simpler picture {self.simplified}): "
                          "fewer nodes are drawn than listed above, the rest counted in one box (its title "
                          "says how many; max_nodes= draws more).")
-        return "\n".join([self._text, *notes])
+        return "\n".join([words, *notes])
 
     @text.setter
     def text(self, value: str) -> None:
@@ -79,24 +88,47 @@ class Picture:
 
     @property
     def svg(self) -> str:
+        """The picture drawn: its own choice (_drawn_svg), held to the one rule (layout.fits: text at
+        least 11 px and at most 900 px tall at notebook width); when it breaks it, the first of the
+        simpler pictures that keeps it, else a card saying what the picture would hold."""
         if self._svg is None:
-            svg = svg_from_dot(self.dot)
-            if self.alternative is not None and smallest_text_px(svg) < MIN_TEXT_PX:
-                other = stack_svgs([svg_from_dot(d) for d in self.alternative])
-                if svg_width_pt(other) < svg_width_pt(svg):
-                    svg, self.stacked = other, True
-                    self.dot = "\n".join(self.alternative)   # what was drawn: the pictures stacked
-            if self.simpler is not None and not _reads(svg):
-                best = (_text_px(svg), svg, self.dot, 0)
-                for k, dot in enumerate(self.simpler(), 1):
-                    other = svg_from_dot(dot)
-                    if _text_px(other) > best[0]:
-                        best = (_text_px(other), other, dot, k)
-                    if _reads(other):
-                        break
-                _, svg, self.dot, self.simplified = best
-            self._svg = svg
+            if self.held_to_rule and _cannot_fit(self.dot):
+                self._svg = self._fitted()          # not laid out: too many boxes to fit at all
+            else:
+                svg = self._drawn_svg()
+                self._svg = svg if fits(svg) or not self.held_to_rule else self._fitted()
         return self._svg
+
+    def _drawn_svg(self) -> str:
+        """The picture as its kind draws it (a subclass chooses among its forms here)."""
+        svg = svg_from_dot(self.dot)
+        if self.alternative is not None and not fits(svg):
+            other = stack_svgs([svg_from_dot(d) for d in self.alternative])
+            if fits(other) or (smallest_text_px(svg) < MIN_TEXT_PX and svg_width_pt(other) < svg_width_pt(svg)):
+                svg, self.stacked = other, True
+                self.dot = "\n".join(self.alternative)   # what was drawn: the pictures stacked
+        return svg
+
+    def _fitted(self) -> str:
+        """The first simpler picture that fits (self.simplified: its number, 1-based), else the card
+        (self.simplified = CARD)."""
+        for k, dot in enumerate(self.simpler() if self.simpler is not None else (), 1):
+            many = isinstance(dot, tuple)        # pictures to stack (a pair cut to fewer nodes)
+            if _cannot_fit("\n".join(dot) if many else dot):
+                continue
+            other = stack_svgs([svg_from_dot(d) for d in dot]) if many else svg_from_dot(dot)
+            if fits(other):
+                self.dot = "\n".join(dot) if many else dot
+                self.simplified, self.stacked, self._stacked_sources = k, many, dot if many else None
+                return other
+        self.dot, self.simplified, self.stacked, self._stacked_sources = card_dot(self.card_lines()), CARD, False, None
+        return svg_from_dot(self.dot)
+
+    def card_lines(self) -> list[str]:
+        """What the card says when no picture fits: its first line is the picture's first words."""
+        head = getattr(self, "card_head", None) or (self._text.splitlines()[0] if self._text else "autograd graph")
+        return [head[:80], "too large to draw so that its text reads (11 px) on one screen (900 px)",
+                "print(pic) lists every node; draw(..., focus=tensor) draws the part that feeds it"]
 
     def _repr_mimebundle_(self, include=None, exclude=None):
         svg = self.svg                          # first: the text says which picture is drawn
@@ -127,11 +159,26 @@ def figure_html(img: str, words: str) -> str:
             f'<pre style="white-space:pre-wrap">{html.escape(words)}</pre></details></figcaption></figure>')
 
 
-def _reads(svg: str) -> bool:
-    """Whether a laid-out picture reads at MIN_TEXT_PX: a refused layout's note does not count."""
-    return not refused(svg) and reads_at(svg)
+CARD = -1      # Picture.simplified when the card is drawn
+
+# A picture of more boxes than this cannot fit 900 px at 11 px text (645 pt x 675 pt at natural size, a
+# box at least ~80 x 20 pt plus its rank gap): it is not laid out (a 20,000-node pair took 35 s to try)
+FIT_MAX_BOXES = 200
 
 
-def _text_px(svg: str) -> float:
-    """smallest_text_px, with a refused layout the least readable of all."""
-    return float("-inf") if refused(svg) else smallest_text_px(svg)
+def _cannot_fit(dot: str) -> bool:
+    from ..layout import measure
+    return measure(dot).nodes > FIT_MAX_BOXES
+
+
+def card_dot(lines: list[str]) -> str:
+    """DOT of one box of words: the last resort, which always fits (a few short lines at 12-14 pt)."""
+    from . import dot_writer
+    from .palette import CLUSTER
+    from .scene import Box, Cell, Scene, Span, Table
+
+    rows = [[Cell([Span(lines[0], bold=True)])], *([Cell([Span(line)], size=12)] for line in lines[1:])]
+    scene = Scene()
+    scene.add(Box("card", Table(rows, cellspacing=None, cellpadding=4, colour=CLUSTER, style="dashed"), "more",
+                  simple=True))
+    return dot_writer.write(scene)

@@ -66,6 +66,12 @@ def reads_at(svg: str, min_px: float = MIN_TEXT_PX) -> bool:
     return smallest_text_px(svg) >= min_px
 
 
+def fits(svg: str) -> bool:
+    """THE rule every picture is held to (issue 28 §1): laid out (not refused), its smallest text at
+    least CORE_TEXT_PX and at most CORE_MAX_HEIGHT_PX tall, shown OUTPUT_PX wide."""
+    return not refused(svg) and reads_at(svg, CORE_TEXT_PX) and shown_px(svg)[1] <= CORE_MAX_HEIGHT_PX
+
+
 def svg_from_dot(source: str) -> str:
     """THE layout call: every picture's SVG comes from here (backward_twice.layout: under a time limit,
     simplified or refused when too costly, the picture saying so)."""

@@ -146,10 +146,10 @@ def _box(snap: Snapshot, blocks, block_names) -> Table:
     each = len(saved) // len(blocks)
     # a buffer several slots hold (the shared weight) counts once; activations apart; an unknown
     # size never as 0 B (Snapshot.memory)
-    money = (f"{each} saved tensors each; all {len(blocks)}, a buffer counted once: "
-             f"{snap.memory([o for b in blocks for o in b]).brief()}")
+    # short lines: the box is often the widest thing of its rank (a picture then reads at 11 px)
     rows = [[Cell([Span(f"\u00d7{len(blocks)} more of the block below", bold=True)])],
             [Cell([Span(", ".join(_short_list(block_names)))], size=10)],
-            [Cell([Span(money)], size=10)],
-            [Cell([Span("folded to read at notebook width; the text form lists every op")], size=10)]]
+            [Cell([Span(f"{each} saved tensors each; all {len(blocks)}, a buffer counted once:")], size=10)],
+            [Cell([Span(snap.memory([o for b in blocks for o in b]).brief())], size=10)],
+            [Cell([Span("folded to read; the text form lists every op")], size=10)]]
     return Table(rows, cellpadding=3, style="rounded,dashed", colour=CLUSTER, bg=CALL_FILL)

@@ -26,7 +26,10 @@ def folded_transposes(snap: Snapshot) -> dict[str, tuple[str, str]]:
         if op.name != TRANSPOSE or op.saved or len(op.inputs) != 1 or op.id in snap.cut_at:
             continue
         (leaf,), users = op.inputs, outs.get(op.id, [])
-        if (leaf in snap.ops or is_leaf(snap, leaf)) and len(users) == 1 and users[0] in snap.ops:
+        # its input may be neither (an op folded into a module call's box, as the double-backward
+        # ops of autograd.grad(create_graph=True) are in draw(modules=)): then it stays a box
+        drawn = leaf in snap.ops or (leaf in snap.tensors and is_leaf(snap, leaf))
+        if drawn and len(users) == 1 and users[0] in snap.ops:
             folded[op.id] = (leaf, users[0])
     return {t: (src, user) for t, (src, user) in folded.items() if src not in folded and user not in folded}
 
