@@ -87,8 +87,9 @@ def stop_picture(request: StopRequest) -> Picture:
     snap, ids = snapshot_with_ids(r.root, names=r.names, max_nodes=r.max_nodes)
     if not snap.truncated:
         whole = [_stop_picture(words, snap, ids, r.stop, path, old, r.notes)]
+    caps = dict.fromkeys(c for c in (min(r.max_nodes, AROUND_NODES), 16, 10, 6) if c <= min(r.max_nodes, AROUND_NODES))
     focused = (_stop_picture(words, snap, ids, r.stop, path, old, r.notes)
-               for snap, ids in _around([r.root], path, r.names, min(r.max_nodes, AROUND_NODES)))
+               for cap in caps for snap, ids in _around([r.root], path, r.names, cap))
     return _readable(itertools.chain(whole, focused))
 
 
@@ -118,9 +119,14 @@ def _readable(pictures):
     for pic in pictures:
         if fits(pic):
             return pic
-        if best is None or smallest_text_px(pic.svg) > smallest_text_px(best.svg):
+        if best is None or _text_px(pic) > _text_px(best):
             best = pic
     return best
+
+
+def _text_px(pic) -> float:
+    """The smallest text of the picture as drawn; a card (a picture that gave up) reads worst."""
+    return float("-inf") if getattr(pic, "simplified", 0) else smallest_text_px(pic.svg)
 
 
 def _stop_picture(words, snap, ids, stop, path, old_set, notes=None) -> Picture:
