@@ -707,8 +707,10 @@ _DONATED_NOTE = (
     "as donated (the compiled backward may reuse their memory), so its backward refuses "
     "retain_graph=True and create_graph=True. The error frees nothing: backward() without retain_graph "
     "still runs on that graph. The fixes, in this order: one backward on the sum of the losses; or, "
-    "with the aot_eager backend, retain_graph=True on the first backward that compiled graph ever runs "
-    "(this holds per compiled graph: a recompile, for a new input shape for example, donates again); "
+    "retain_graph=True on the first backward that compiled graph ever runs, which helps only a graph "
+    "compiled for fixed shapes whose backward saves an activation (a graph recompiled with dynamic "
+    "shapes, for a new input shape for example, compiles its backward with the forward, donation "
+    "included, so even a first retaining backward raises); "
     "torch._functorch.config.donated_buffer = False is a private switch (notebook 12, section 4.1). "
     "None of these makes create_graph=True work (a gradient penalty): a compiled graph does not "
     "support double backward, so compute that part without torch.compile.")
