@@ -166,3 +166,58 @@ def changing_graph(rank, world_size, losses_per_step=((1, 2), (1,), (1, 2)), **d
         loss1, loss2 = two_losses(ddp(batch(rank + 10 * step)))
         sum(loss for n, loss in ((1, loss1), (2, loss2)) if n in losses).backward()
     return {"grads": grads(model), **stats}
+
+
+def no_sync_split(rank, world_size):
+    """Where no_sync() has to be: one micro-batch run with only its forward inside no_sync(), another
+    with only its backward inside. Returns the all-reduce calls each made."""
+    calls = {}
+    for where in ("forward", "backward"):
+        ddp = DDP(TwoHeads(heads=1))
+        stats = count_allreduce(ddp)
+        with ddp.no_sync() if where == "forward" else nullcontext():
+            out, = ddp(batch(rank))
+        with ddp.no_sync() if where == "backward" else nullcontext():
+            out.pow(2).mean().backward()
+        calls[where] = stats["calls"]
+    return calls
+
+
+def loss_reduction(rank, world_size, reduction="mean"):
+    """One step of TwoHeads(1) under DDP, its loss a mean or a sum over this rank's samples."""
+    model = TwoHeads(heads=1)
+    ddp = DDP(model)
+    out, = ddp(batch(rank))
+    loss = out.pow(2)
+    (loss.mean() if reduction == "mean" else loss.sum()).backward()
+    return {"grads": grads(model)}
+
+
+def reference_reduction(world_size, reduction="mean"):
+    """`loss_reduction` in one process, on every rank's samples at once."""
+    model = TwoHeads(heads=1)
+    out, = model(torch.cat([batch(r) for r in range(world_size)]))
+    loss = out.pow(2)
+    (loss.mean() if reduction == "mean" else loss.sum()).backward()
+    return grads(model)
+
+
+def what_ddp_finds(use_reentrant: bool) -> dict:
+    """In one process, what `find_unused_parameters=True` works from: the parameters reachable from
+    the output's graph after the forward (DDP walks it to find the unused ones), and how many times
+    each parameter's gradient is accumulated in one backward."""
+    model = Checkpointed(use_reentrant)
+    fired = {name: 0 for name, _ in model.named_parameters()}
+    for name, p in model.named_parameters():
+        p.register_post_accumulate_grad_hook(lambda p, name=name: fired.update({name: fired[name] + 1}))
+    loss = model(batch(0)).pow(2).mean()
+    nodes, todo = set(), [loss.grad_fn]
+    while todo:
+        fn = todo.pop()
+        if fn is not None and fn not in nodes:
+            nodes.add(fn)
+            todo.extend(f for f, _ in fn.next_functions)
+    found = {id(fn.variable) for fn in nodes if hasattr(fn, "variable")}
+    reachable = [name for name, p in model.named_parameters() if id(p) in found]
+    loss.backward()
+    return {"reachable": reachable, "accumulated": fired}

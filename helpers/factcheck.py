@@ -166,7 +166,8 @@ QUOTES: dict[str, Quote] = _q(
     ("000-e", "What if I add both the losses and do total_loss.backward()? [...] that is pretty legit and "
      "works well.", "true",
      "the summed backward gives the same gradients as the sequential one, up to rounding (only the last bits "
-     "can differ, from the order of float additions), with one traversal of the trunk", NB03, "2"),
+     "can differ, from the order of float additions), with one traversal of the trunk; in one process: under "
+     "DistributedDataParallel the sequential one raises or makes the replicas diverge (13, section 2)", NB03, "2"),
     ("004-f", "pytorch accumulates gradients by adding them in-place (to a variable's/parameters .grad "
      "property)", "true",
      "the second backward adds into the same .grad tensor (same memory), unless it runs with "
