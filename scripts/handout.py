@@ -21,8 +21,8 @@ PRINT_CSS = """
 @media print {
   .bt-sheet h1 { font-size: 14pt !important; } .bt-sheet h2 { font-size: 11pt !important; margin: 0.3em 0 0.2em !important; }
   .bt-sheet p { font-size: 8.5pt; margin: 0.15em 0 !important; }
-  .bt-sheet table { font-size: 7.5pt !important; line-height: 1.2 !important; }
-  .bt-sheet td, .bt-sheet th { padding: 2px 4px !important; }
+  .bt-sheet table { font-size: 7pt !important; line-height: 1.15 !important; }
+  .bt-sheet td, .bt-sheet th { padding: 1px 4px !important; }
 }
 @media print {
   .bt-nav, details.bt-hidden-source, .bt-noprint { display: none !important; }
@@ -71,7 +71,7 @@ def handout_markdown(loaded) -> str:
         nb, it = sheet[0]
         out += ["## Cheat sheet: what keeps, what frees", cheat_sheet_table(nb),
                 f"From [{it['title']}]({it['file']})."]
-    out[-1] += "\n\n</div>"           # the first page, landscape (PRINT_CSS: the table's 13 rows fit one page)
+    out[-1] += "\n\n</div>"           # the first page, landscape (PRINT_CSS: the table's 16 rows fit one page)
     out.append("## What each notebook concludes")
     for nb, it in loaded:
         summary = lengths.section_text(notebook_markdown(nb), "Summary")

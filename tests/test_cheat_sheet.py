@@ -14,7 +14,8 @@ from scripts.skeleton import anchors, heading_anchor, local_links
 SHEET = ROOT / "notebooks" / "11_cheat_sheet.ipynb"
 TOOLS = ("retain_graph=True", "create_graph=True", "retain_grad()", "detach()", "torch.no_grad()",
          "torch.autograd.grad(", "zero_grad(set_to_none", "torch.utils.checkpoint", "torch.inference_mode()",
-         ".data", "backward(inputs=", "requires_grad_(False)", "model.eval()")
+         ".data", "backward(inputs=", "requires_grad_(False)", "model.eval()",
+         "saved_tensors_hooks(", "allow_mutation_on_saved_tensors(", "get_gradient_edge(")
 
 
 def table_rows(nb) -> list:
