@@ -182,7 +182,12 @@ def record_modules(model: torch.nn.Module) -> ModuleRecording:
 def recording_covering(roots) -> ModuleRecording | None:
     """A live recording (record_modules) that made the roots' last ops, or None: draw(loss) of a
     recorded model can fall back on its module overview when no op-by-op picture fits."""
-    fns = [t.grad_fn for t in roots if isinstance(t, torch.Tensor) and t.grad_fn is not None]
+    if not _RECORDINGS:
+        return None
+    try:      # a root whose grad_fn torch refuses to give (a view written in place): the walk says why
+        fns = [t.grad_fn for t in roots if isinstance(t, torch.Tensor) and t.grad_fn is not None]
+    except RuntimeError:
+        return None
     for rec in list(_RECORDINGS.values()):
         seen, stack = 0, list(fns)
         while stack and seen < 50:       # the loss's own ops are made outside the model: look a little deeper
