@@ -2017,18 +2017,9 @@ def _run_recorded(ip, cell: str):
     from .recorder import Recorder
 
     rec = Recorder()
-    names = getattr(getattr(ip, "compile", None), "_filename_map", None)
-    outer, frame = None, sys._getframe(1)
-    while frame is not None and names is not None and outer is None:    # this cell's In [n]
-        outer = names.get(frame.f_code.co_filename)
-        frame = frame.f_back
-    known = set(names or ())
     with rec:
         # a first line in place of `%%why_backward`: line numbers are the cell's as you see it
         result = ip.run_cell("# %%why_backward\n" + cell, store_history=False)
-    if outer is not None:
-        for name in set(names) - known:
-            names[name] = outer
     err = result.error_in_exec
     if err is not None and _about(err):
         return why_backward_failed(err, recorder=rec)

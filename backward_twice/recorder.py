@@ -81,25 +81,14 @@ class Site:
     def short(self) -> str:
         name = self.file
         if name.startswith("<ipython-input-") or "ipykernel_" in name:
-            cell = _cell_label(name)
-            return f"{cell}, line {self.line}" if cell else f"line {self.line} of the cell"
+            first = next((t.strip() for t in linecache.getlines(name) if t.strip() and not t.startswith("#")), "")
+            first = first if len(first) <= 40 else first[:37] + "..."
+            return f"line {self.line} of the cell `{first}`" if first else f"line {self.line} of the cell"
         return f"{os.path.basename(name)}:{self.line}"
 
     def __str__(self) -> str:
         text = self.code()
         return f"{self.short()} `{text}`" if text else self.short()
-
-
-def _cell_label(filename: str) -> str | None:
-    """`In [5]` for a notebook cell's code file, as IPython's own tracebacks name it (None outside IPython)."""
-    try:
-        from ._ipython import shell
-
-        ip = shell()
-        n = ip.compile._filename_map.get(filename) if ip is not None else None
-    except Exception:
-        return None
-    return None if n is None else f"In [{n}]"
 
 
 @dataclass

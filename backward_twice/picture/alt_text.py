@@ -141,6 +141,9 @@ def pair_alt(before: Snapshot, after: Snapshot, titles, ran=None) -> str:
     """The alt of a before/after pair: the 'after' side says what the call did."""
     call = call_of(titles[1]) or "this backward call"
     n = before.count_by_state()
+    first = ""
+    if n["freed"]:       # two states compared (compare(c, d)): say what the first one had freed, too
+        first = " " + " ".join(w for w in saved_words(before) if w.startswith("FREED"))
     head = (f"Two pictures, {titles[0]} and {titles[1]}. {_shape(before)} Before: {n['held']} saved "
-            f"tensor(s) held, {n['freed']} freed. After {call}:")
+            f"tensor(s) held, {n['freed']} freed.{first} After {call}:")
     return f"{head} {alt_of(after, None, before, ran, call, shape=False)}"

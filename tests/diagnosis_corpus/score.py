@@ -157,7 +157,8 @@ def summary(results: list[Result]) -> str:
         f = figures([r for r in results if split in ("all", r.split)])
         if not f["programs"]:
             continue                      # a split not scored in this run (heldout_rec unless named)
-        lines.append(f"{split:8} {f['programs']:3} programs: culprit right {f['culprit']:.0%} (named {f['culprit_named']:.0%}), fix kind right "
+        lines.append(f"{split:8} {f['programs']:3} programs: culprit right {f['culprit']:.0%} "
+                     f"(named {f['culprit_named']:.0%}), fix kind right "
                      f"{f['fix_kind']:.0%} (first offered), right fix offered {f['fix_offered']:.0%}, "
                      f"confidently wrong {f['confidently_wrong']}")
     lines.append(f"targets: culprit >= {TARGETS['culprit']:.0%}, fix kind >= {TARGETS['fix_kind']:.0%} on issue 19's "
