@@ -212,6 +212,22 @@ _BACKWARDS = {torch.Tensor.backward: "backward", torch.autograd.backward: "backw
 _PASS = {torch.Tensor.grad.__get__, torch.Tensor._version.__get__, torch.Tensor.requires_grad.__get__,
          torch.Tensor.grad_fn.__get__, torch.Tensor.data.__get__, torch.Tensor.shape.__get__,
          torch.Tensor.dtype.__get__, torch.Tensor.device.__get__, torch.Tensor.is_leaf.__get__}
+_SIGNATURES: dict = {}
+
+
+def _bound(func, args, kwargs) -> dict:
+    """The arguments of a backward()/autograd.backward()/autograd.grad() call by name."""
+    import inspect
+
+    sig = _SIGNATURES.get(func)
+    if sig is None:
+        sig = _SIGNATURES[func] = inspect.signature(func)
+    try:
+        return dict(sig.bind_partial(*args, **kwargs).arguments)
+    except TypeError:        # torch will say what is wrong with the call
+        return {}
+
+
 _ACTIVE = threading.local()
 _compiling = torch.compiler.is_compiling
 _ALL: weakref.WeakSet[Recorder] = weakref.WeakSet()
@@ -395,18 +411,11 @@ class Recorder(TorchFunctionMode):
 
     def _backward(self, kind, func, args, kwargs):
         site, _ = caller_sites()
-        if kind == "backward":
-            retain = kwargs.get("retain_graph")
-            if retain is None and len(args) > 2 and func is torch.Tensor.backward:
-                retain = args[2]
-            create = bool(kwargs.get("create_graph", args[3] if func is torch.Tensor.backward and len(args) > 3 else False))
-            roots = [args[0]] if func is torch.Tensor.backward else list(
-                args[0] if isinstance(args[0], (list, tuple)) else [args[0]])
-        else:
-            retain = kwargs.get("retain_graph")
-            create = bool(kwargs.get("create_graph", False))
-            outputs = args[0] if args else kwargs.get("outputs")
-            roots = list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
+        given = _bound(func, args, kwargs)          # positional or keyword, as the user wrote it
+        retain, create = given.get("retain_graph"), bool(given.get("create_graph", False))
+        first = given.get("self", given.get("tensors", given.get("outputs")))
+        roots = list(first) if isinstance(first, (list, tuple)) else [first]
+        inputs = given.get("inputs")
         if retain is None:
             retain = create
         self.n_calls += 1
@@ -421,7 +430,7 @@ class Recorder(TorchFunctionMode):
             call.roots = tuple(roots)        # kept alive: the diagnosis reads this graph
             self.failed = call
             raise
-        everything = kind == "backward" and kwargs.get("inputs") is None
+        everything = kind == "backward" and inputs is None
         for fn in nodes:
             cls = type(fn)
             known = _RELEASES.get(cls) if everything else None

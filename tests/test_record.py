@@ -296,3 +296,18 @@ def test_code_the_recorder_cannot_read_runs_as_it_would_without_it():
     with Recorder():
         recorded = program()
     assert plain == recorded and isinstance(plain[1], str) and plain[1].startswith("A view was created in no_grad")
+
+
+def test_retain_and_create_graph_are_read_however_they_are_passed():
+    """`y.backward(None, True)`, `torch.autograd.backward([y], None, True)` and `autograd.grad(y, w,
+    None, True, True)` pass retain_graph (and create_graph) by position: recorded all the same."""
+    w = torch.ones(2, requires_grad=True)
+    with Recorder() as rec:
+        y = (w * 2).exp().sum()
+        y.backward(None, True)
+        torch.autograd.backward([y], None, True)
+        torch.autograd.grad(y, w, None, True, True)
+        y.backward()
+    assert [(c.kind, c.retain_graph, c.create_graph) for c in rec.calls] == [
+        ("backward", True, False), ("backward", True, False), ("autograd.grad", True, True), ("backward", False, False)]
+    assert [c.released for c in rec.calls] == [0, 0, 0, 2]
