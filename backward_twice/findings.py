@@ -449,7 +449,7 @@ def rule_grad_freed(f: Facts) -> Finding | None:
     """An earlier torch.autograd.grad() of the same graph freed it: keep the graph there."""
     if f.error != "second time" or f.freer is None or f.freer.kind != "autograd.grad" or f.failed is None:
         return None
-    if f.root is None or f.root.grad_fn in f.old and False:
+    if f.root is None:
         return None
     opts = []
     got = _with_kwarg(f.freer.site, "create_graph=True")
@@ -480,7 +480,7 @@ def rule_running_total(f: Facts) -> Finding | None:
     """The failing tensor is itself a total carried across backward calls (`total = total + loss`)."""
     if f.error != "second time" or f.failed is None or f.freer is None or f.root is None:
         return None
-    root_names = [p for p, t, _s, _st in _root_paths(f)]
+    root_names = [p for p, t in f.named if t is f.root]
     m = made_at(f.root.grad_fn)
     if not root_names or m is None or m[0] is None or f.failed.site != f.freer.site or m[0] not in f.boundary_sites:
         return None
@@ -519,10 +519,6 @@ def _param_names(f: Facts, params) -> list:
         if id(t) in ids and path not in out and not any(path.startswith(o) for o in out):
             out.append(path)
     return out[:3]
-
-
-def _root_paths(f: Facts):
-    return [(p, t, None, None) for p, t in f.named if t is f.root]
 
 
 def _shared_named(f: Facts) -> list:
