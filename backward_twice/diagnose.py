@@ -65,6 +65,7 @@ from .diagnosis_picture import (  # noqa: F401 (re-exported)
     seq,
     stop_picture,
 )
+from .findings import RESET_METHODS
 from .names import named_tensors
 from .snapshot import GraphInputError
 from .walk import COUNT_LIMIT, check_max_nodes, nodes_under, raw_saved_tensor, saved_slots
@@ -73,7 +74,6 @@ FREED_TEXT = "Trying to backward through the graph a second time"
 INPLACE_TEXT = "modified by an inplace operation"
 DONATED_TEXT = "compiled with non-empty donated buffers"   # torch.compile's (AOTAutograd's), torch 2.13
 
-RESET_METHODS = ("reset", "reset_state", "reset_states", "reset_hidden", "init_hidden", "reset_mem")
 
 # The kinds of fix the diagnosis (and the corpus of failing programs) speaks of.
 FIX_KINDS = {

@@ -851,6 +851,7 @@ def _first_line_naming(made: Site, name: str, until: Site) -> Site | None:
     return None
 
 
+# the methods that start a stateful module fresh (the diagnosis, after the fact too, looks for them)
 RESET_METHODS = ("reset", "reset_state", "reset_states", "reset_hidden", "init_hidden", "reset_mem")
 
 
