@@ -79,13 +79,18 @@ class GPT2(nn.Module):
         return self.lm_head(self.ln_f(x))
 
 
-def gpt2():
+def _language_model(make, tokens: int) -> Case:
+    """A language model on the meta device, its next-token loss over `tokens` token ids."""
     with META:
-        model = GPT2()
-        idx = torch.zeros(1, 1024, dtype=torch.long)
+        model = make()
+        idx = torch.zeros(1, tokens, dtype=torch.long)
     logits = _run(model, lambda: model(idx))
     loss = F.cross_entropy(logits.view(-1, logits.shape[-1]), idx.view(-1))
     return Case(loss, model, {"idx": idx, "loss": loss})
+
+
+def gpt2():
+    return _language_model(GPT2, 1024)
 
 
 class ViT(nn.Module):
@@ -168,12 +173,7 @@ class Llama(nn.Module):
 
 
 def llama16():
-    with META:
-        model = Llama()
-        idx = torch.zeros(1, 512, dtype=torch.long)
-    logits = _run(model, lambda: model(idx))
-    loss = F.cross_entropy(logits.view(-1, logits.shape[-1]), idx.view(-1))
-    return Case(loss, model, {"idx": idx, "loss": loss})
+    return _language_model(Llama, 512)
 
 
 class Bottleneck(nn.Module):
