@@ -1,7 +1,7 @@
 """Apply a diagnosis's remedies to a corpus program and run them (issue 27 §4): "right" means the
 remedy runs and gives the gradients of the maintainers' fix, not that its text matches a pattern.
 
-    PYTHONPATH=$PWD python -m tests.diagnosis_corpus.remedy [heldout_rec|dev|PATH ...] [--after]
+    PYTHONPATH=$PWD python -m tests.diagnosis_corpus.remedy [heldout_rec|heldout_r2|dev|PATH ...] [--after]
 
 For each program: run it under the recorder (or plainly with --after: the after-the-fact mode),
 diagnose it, then apply each option that carries an edit (`Option.edits`) to the program's
@@ -113,7 +113,7 @@ def main(argv: list[str]) -> int:
     args = [a for a in argv if a != "--after"]
     paths = []
     for a in args or ["dev"]:
-        paths += harness.programs(a) if a in harness.SPLITS or a == "heldout_rec" else [pathlib.Path(a)]
+        paths += harness.programs(a) if a in harness.SPLITS else [pathlib.Path(a)]
     for p in paths:
         labels = harness.constants(p)
         d, _, _ = diagnose(p, recorded=not after)

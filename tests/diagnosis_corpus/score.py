@@ -1,8 +1,8 @@
 """Score `backward_twice.diagnose.why_backward_failed` on the corpus (issue 19 §1).
 
-    PYTHONPATH=$PWD python -m tests.diagnosis_corpus.score [heldout|dev|heldout_rec]
+    PYTHONPATH=$PWD python -m tests.diagnosis_corpus.score [heldout|dev|heldout_rec|heldout_r2]
 
-Without a split it scores heldout and dev; heldout_rec (issue 27) only when named.
+Without a split it scores heldout and dev; heldout_rec and heldout_r2 (issue 27) only when named.
 
 For each broken program: run it (notebook-style, the namespace survives the error), call
 `why_backward_failed(err, names=ns)`, and compare with the program's labels:
@@ -156,7 +156,7 @@ def summary(results: list[Result]) -> str:
     for split in (*harness.SPLITS, "all"):
         f = figures([r for r in results if split in ("all", r.split)])
         if not f["programs"]:
-            continue                      # a split not scored in this run (heldout_rec unless named)
+            continue                      # a split not scored in this run (a frozen split unless named)
         lines.append(f"{split:8} {f['programs']:3} programs: culprit right {f['culprit']:.0%} "
                      f"(named {f['culprit_named']:.0%}), fix kind right "
                      f"{f['fix_kind']:.0%} (first offered), right fix offered {f['fix_offered']:.0%}, "
