@@ -29,6 +29,7 @@ def test_corpus_size_and_split():
     assert len(harness.programs("heldout")) >= 12
     assert len(harness.programs("heldout_rec")) >= 10
     assert not set(harness.programs("heldout_rec")) & set(harness.programs()), "heldout_rec is left out by default"
+    assert not set(harness.programs("heldout_r2")) & set(harness.programs()), "heldout_r2 is left out by default"
     assert len({p.stem for p in ALL}) == len(ALL), "program names must be unique across splits"
 
 
@@ -127,6 +128,7 @@ def test_issue_27_programs_are_all_there():
     """Ten held out (frozen before the recorder) and ten for development, all with INTENT."""
     splits = collections.Counter(harness.split_of(p) for p in REC)
     assert splits["heldout_rec"] == len(harness.programs("heldout_rec")) >= 10, splits
+    assert splits["heldout_r2"] == len(harness.programs("heldout_r2")) >= 10, splits
     assert splits["dev"] >= 10, splits
     assert len(SEVERAL) >= 2, "programs where several carriers each need their fix"
 
