@@ -722,11 +722,11 @@ NOT_RECORDED = ("Not recorded: which call freed these buffers, which line made e
 NOT_RECORDED_INPLACE = ("Not recorded: which line wrote in place; the writer above is inferred. To know, "
                         "run `%why_backward on` (or `python -m backward_twice`, or `with "
                         "backward_twice.record():`), then run again from the cell that builds the graph.")
-# after the fact, only these are decided by what the graph still shows (a running total; a list or
-# fast weights that still hold the last episode's entries), or by a StepClock you ticked; every
-# other fix depends on facts that are gone (which call freed, whether a step ran in between, which
-# line wrote) or on your intent (should this loss train that network?)
-DECIDED_AFTER_THE_FACT = ("accumulate-number", "reset-per-episode")
+# after the fact, no fix is decided by what the graph still shows: which call freed, whether a step
+# ran in between, which line wrote are gone, and even a running total or a kept list leaves two right
+# fixes apart (a total backwarded every second batch is a window to start again, not a number to
+# keep; a cache is not an episode's state: tests/own_loops). Only a StepClock you ticked decides.
+DECIDED_AFTER_THE_FACT = ()
 
 
 def _recorder_for(err):

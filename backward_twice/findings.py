@@ -90,6 +90,10 @@ class Facts:
     steps_between: list = field(default_factory=list)   # OptSteps between the freer and the failed call
     stepped: list = field(default_factory=list)   # parameters of the failed graph those steps changed
     boundary_sites: set = field(default_factory=set)    # lines that made the old nodes the new part uses
+    kept: list = field(default_factory=list)   # [(node, output)]: old values the new part uses (named or not)
+    new_keys: set = field(default_factory=set)  # (line, calling lines) of every node made since the freer
+    remade: set = field(default_factory=set)    # carrier paths made again since the freer from the old value
+    writes_between: list = field(default_factory=list)  # in-place writes (not an optimizer's) between the calls
     # in-place
     writes: list = field(default_factory=list)
     written: object = None           # the saved tensor that was changed
@@ -164,6 +168,9 @@ def _second_time(f: Facts) -> None:
         used.add((f.root.grad_fn, f.root.output_nr))
     boundary = {(made_at(fn)[0], fn.name(), i) for fn, i in used if made_at(fn) is not None}
     boundary_sites = {s for s, _, _ in boundary}
+    f.kept = sorted(used, key=lambda u: u[0]._sequence_nr() if hasattr(u[0], "_sequence_nr") else 0)
+    f.new_keys = {_key(made_at(fn)) for fn in new}
+    used_nodes = {n for n, _ in used}
     seen = set()
     for path, t in f.named:
         fn = t.grad_fn
@@ -171,10 +178,20 @@ def _second_time(f: Facts) -> None:
             continue
         m = made_at(fn)
         out = t.output_nr
-        # the reused value itself, or a state made again at the line (and output) that made it: h = cell(x, h)
-        if (fn, out) in used or (fn not in f.old and m is not None and (m[0], fn.name(), out) in boundary):
-            seen.add(path)    # every path: rebinding `mem` leaves `lif1.mem` holding the graph
-            f.carriers.append((path, t, _assigned_at(path, m) if m else None, m[1] if m else None))
+        # the reused value itself, or a state made again from it at the line (and output) that made
+        # it: h = cell(x, h). Made again means its graph leads back to the old value: a cache entry
+        # made at the same line for another key is not a carrier of this one
+        if (fn, out) in used:
+            remade = m is not None and _key(m) in f.new_keys
+        elif (fn not in f.old and m is not None and (m[0], fn.name(), out) in boundary
+              and _reaches_any(fn, used_nodes)):
+            remade = True
+        else:
+            continue
+        seen.add(path)    # every path: rebinding `mem` leaves `lif1.mem` holding the graph
+        f.carriers.append((path, t, _assigned_at(path, m) if m else None, m[1] if m else None))
+        if remade:
+            f.remade.add(path)
     f.carriers.sort(key=lambda c: (len(c[0]), c[0]))
     # where the freer's own graph used each carrier: the line of a node of that graph that takes it
     freer_nodes = [fn for r in f.freer.roots if (t := r() if callable(r) else r) is not None
@@ -189,8 +206,30 @@ def _second_time(f: Facts) -> None:
     f.boundary_sites = boundary_sites
     if f.failed is not None:
         f.steps_between = [s for s in f.rec.opt_steps if f.freer.step <= s.step < f.failed.step]
+        f.writes_between = [w for w in f.rec.writes if not w.optimizer_step
+                            and f.freer.index <= w.calls < f.failed.index]
         leaves = {id(fn.variable) for fn in nodes if is_leaf_node(fn)}
         f.stepped = [p for s in f.steps_between for r in s.params if (p := r()) is not None and id(p) in leaves]
+
+
+def _key(m) -> tuple:
+    """A node's line and the lines that called it: the same key in two steps means the same code
+    made it again (`h = cell(x, h)`), not merely the same helper line called from elsewhere."""
+    return (m[0], tuple(m[3]) if len(m) > 3 else ()) if m is not None else (None, ())
+
+
+def _reaches_any(fn, targets: set, limit: int = 5_000, avoid: set = frozenset()) -> bool:
+    """Whether the graph behind `fn` reaches one of `targets` (bounded walk), not passing `avoid`."""
+    seen, todo = set(avoid), [fn]
+    while todo and len(seen) < limit:
+        n = todo.pop()
+        if n is None or n in seen:
+            continue
+        if n in targets:
+            return True
+        seen.add(n)
+        todo.extend(x for x, _ in n.next_functions)
+    return False
 
 
 def _assigned_at(path: str, m) -> Site | None:
@@ -207,7 +246,7 @@ def _is_param_like(t) -> bool:
     return isinstance(t, torch.nn.Parameter) or t.grad_fn is None
 
 
-_INPLACE_MSG = re.compile(r"\[[\w.]+ \[(?P<shape>[\d, ]*)\]\], which is (?P<what>output \d+ of (?P<node>\w+)|a leaf)?"
+_INPLACE_MSG = re.compile(r"\[[\w.]+ \[(?P<shape>[\d, ]*)\]\](?:, which is (?P<what>output \d+ of (?P<node>\w+)|a leaf))?"
                           r".*?is at version (?P<now>\d+); expected version (?P<expected>\d+)", re.S)
 
 
@@ -238,7 +277,13 @@ def _inplace(f: Facts) -> None:
     cands = [w for w in f.rec.writes if w.shape == shape or (storage is not None and w.storage == storage)]
     if storage is not None:
         cands = [w for w in cands if w.storage == storage]
+    if not cands:      # the error names the view the graph saved (einsum's [1, 8, 24] of an (8, 24) queue)
+        cands = [w for w in f.rec.writes if _squeezed(w.shape) == _squeezed(shape)]
     f.writes = [w for w in cands if w.before >= expected and w.after <= now]
+
+
+def _squeezed(shape: tuple) -> tuple:
+    return tuple(n for n in shape if n != 1)
 
 
 def _storage(t) -> int | None:
@@ -491,24 +536,38 @@ def rule_running_total(f: Facts) -> Finding | None:
     m2 = re.search(rf"(?<![\w.]){re.escape(name)}\s*(?:\+=|=\s*{re.escape(name)}\s*\+)\s*(?P<added>.+)", text)
     added = m2.group("added").strip() if m2 else "loss"
     added = added if re.fullmatch(r"[\w.]+", added) else f"({added})"
-    new = text[:m2.start()] + f"{name} += {added}.item()" if m2 else f"{name} += loss.item()"
-    edits = ()
-    step_loss = added.strip("()")
-    step_call = f"{step_loss}.backward()" if re.fullmatch(r"[\w.]+", step_loss) else f"({step_loss}).backward()"
-    if _backward_expr(f.failed.site) == name and m[0].file == f.failed.site.file:
-        edits = (Edit(m[0].file, m[0].line, (_indent(m[0]) + new,)),
-                 Edit(f.failed.site.file, f.failed.site.line, (_indent(f.failed.site) + step_call,)))
+    # how many losses were added since the last backward: more than one is a window of gradient
+    # accumulation, whose backward must cover them all (backwarding only the newest would drop the rest)
+    window = sum(1 for fn in _nodes(f.root.grad_fn, 20_000) if fn not in f.old and made_at(fn) is not None
+                 and made_at(fn)[0] == m[0])
+    end = _statement_end(f.failed.site)
+    reset = f"{name} = 0"
     opts = [Option("",
-                   f"Keep the total as a number: write `{new}` at {m[0].short()}, and call backward() on "
-                   f"each step's own loss (`{step_call}`).",
-                   "Each backward runs through its own step only; the total is for printing.", edits,
-                   kind="accumulate-number")]
+                   f"Start the total again after each backward: add `{reset}` after {f.failed.site.short()}.",
+                   "Each backward runs through the losses added since the last one, whose buffers are still "
+                   "there; the gradients are those of that window's sum. (If you also print the total, keep a "
+                   "separate number for it: `running += loss.item()`.)",
+                   (Edit(f.failed.site.file, end + 1, (_indent(f.failed.site) + reset,), insert=True),)
+                   if f.failed.site.file == m[0].file else (),
+                   kind="reset-per-episode")]
+    if window <= 1:                        # a backward every step: backwarding the step's own loss is the same
+        new = text[:m2.start()] + f"{name} += {added}.item()" if m2 else f"{name} += loss.item()"
+        step_loss = added.strip("()")
+        step_call = f"{step_loss}.backward()" if re.fullmatch(r"[\w.]+", step_loss) else f"({step_loss}).backward()"
+        edits = ()
+        if _backward_expr(f.failed.site) == name and m[0].file == f.failed.site.file:
+            edits = (Edit(m[0].file, m[0].line, (_indent(m[0]) + new,)),
+                     Edit(f.failed.site.file, f.failed.site.line, (_indent(f.failed.site) + step_call,)))
+        opts.append(Option("", f"Or keep the total as a number: write `{new}` at {m[0].short()}, and call "
+                               f"backward() on each step's own loss (`{step_call}`).",
+                           "The same gradients; the total is then for printing only.", edits,
+                           kind="accumulate-number"))
     return Finding(
         "running-total",
         f"`{name}` adds each step's loss to the total of the steps before, so {f.failed.words()} runs "
-        "back into the earlier steps, whose buffers that same line freed in the step before.",
-        evidence=[f"`{name}` was made at {m[0]} in each step; the node missing its buffers, {_freed_words(f)}, "
-                  "comes from an earlier step."],
+        "back into the earlier steps, whose buffers that same line freed in an earlier call.",
+        evidence=[f"`{name}` was made at {m[0]} in each step ({window} loss(es) added since the last backward); "
+                  f"the node missing its buffers, {_freed_words(f)}, comes from an earlier step."],
         options=opts, confidence="certain", culprit=name, culprits=[name])
 
 
@@ -666,8 +725,10 @@ def rule_reused_after_backward(f: Facts) -> Finding | None:
     indent = _indent(f.freer.site)
     end = _statement_end(f.freer.site)
     if same_line:
-        # the same backward line ran again: the part was made in an earlier iteration
-        remade = [p for p, (o, s, st) in groups.items() if s is not None and _line_ran_since(f, s)]
+        # the same backward line ran again: the part was made in an earlier iteration. Carried state
+        # is made again in every step from its value in the step before (the same code made it again,
+        # and its new value leads back to the old one); a cached or once-made value is kept as it is
+        remade = [p for p in groups if any(container_of(f.ns, c)[0] == p for c in f.remade)]
         if remade:
             snippets = [detach_snippet(p, o) for p, (o, s, st) in groups.items()]
             edit = Edit(f.freer.site.file, end + 1, tuple(indent + s for s in snippets), insert=True)
@@ -698,9 +759,18 @@ def rule_reused_after_backward(f: Facts) -> Finding | None:
         if reread:
             groups = reread
             names = [n for n in names if container_of(f.ns, n)[0] in groups] or names
+        aliases = _aliases(groups)           # `memory` is `cache[0][0]`: name the entry you keep
+        for a in aliases:
+            groups.pop(a)
+        carried_words = "; ".join(f"`{p}` (made at {s.short() if s else 'a line not recorded'}"
+                                  f"{'' if st is None else f', in optimizer step {st}'})" for p, (o, s, st) in groups.items())
         opts = []
         for p, (o, s, _st) in groups.items():
             if s is None:
+                continue
+            entry = _cache_entry(f, p, s)
+            if entry is not None:
+                opts += entry
                 continue
             line = s.code()
             into = _first_line_naming(s, p, f.failed.site)
@@ -720,12 +790,14 @@ def rule_reused_after_backward(f: Facts) -> Finding | None:
             opts.append(Option(f"if `{p}` is fixed data that should not be trained",
                                f"Detach it once: add `{detach_snippet(p, o)}` after {s.short()}.",
                                "Nothing trains through it; no graph is kept.", edits, kind="recompute-in-step"))
+        several = len(groups) > 1
         return Finding(
             "computed-once",
-            f"{', '.join(f'`{n}`' for n in groups)} {'were' if len(groups) > 1 else 'was'} computed once, before "
-            f"the loop, and every step's loss uses {'them' if len(groups) > 1 else 'it'}; {f.freer.words()} "
-            f"freed {'their' if len(groups) > 1 else 'its'} buffers in the first step.",
-            evidence=[f"Made once: {carried_words}; that line has not run again since."],
+            f"{', '.join(f'`{n}`' for n in groups)} {'were' if several else 'was'} made once and kept: "
+            f"{f.freer.words()} freed {'their' if several else 'its'} buffers in optimizer step {f.freer.step}, "
+            f"and the loss of optimizer step {f.failed.step} uses {'them' if several else 'it'} again.",
+            evidence=[f"Made once: {carried_words}; the same code has not made {'them' if several else 'it'} "
+                      "again since."],
             options=opts, confidence="depends", culprit=list(groups)[0], culprits=list(groups),
             how_to_tell="Should each step's loss train what computes it?")
     # two different backward lines: a later loss reuses part an earlier loss's backward freed
@@ -746,7 +818,13 @@ def rule_reused_after_backward(f: Facts) -> Finding | None:
     if later is not None:
         opts.append(later)
     opts += [o for o in _shared_detach_options(f) if o.fix not in {x.fix for x in opts}]
-    if not f.steps_between:
+    if unsafe:
+        for path, _t, site, _st in f.carriers:
+            again = _recompute_at_use(f, path, site)
+            if again is not None:
+                opts.insert(0, again)
+                break
+    if not f.steps_between and not unsafe:
         opts.append(_sum_option(f))
     if not unsafe:
         r = _retain_option(f, condition="if both losses should train it",
@@ -754,6 +832,13 @@ def rule_reused_after_backward(f: Facts) -> Finding | None:
         if r:
             opts.append(r)
     evidence = [f"Reused: {carried_words}."]
+    writer = _writer_between(f, unsafe) if unsafe else None
+    if writer is not None and not f.steps_between:
+        evidence.append(f"`{writer.op}` at {writer.site.short()}"
+                        + (f" (inside the call at {writer.inner})" if writer.inner else "")
+                        + f" ran in between and changed {', '.join(f'`{n}`' for n in _param_names(f, unsafe)) or 'parameters'}"
+                        " in place, which the reused part saved, so keeping the graph (retain_graph=True) would "
+                        "raise \"modified by an inplace operation\" instead.")
     if f.steps_between:
         s0 = f.steps_between[0]
         evidence.append(f"`{s0.site.code()}` at {s0.site.short()} ran in between"
@@ -765,6 +850,135 @@ def rule_reused_after_backward(f: Facts) -> Finding | None:
         f"{', '.join(f'`{n}`' for n in groups)}, made before {f.freer.words()}, {'are' if len(groups) > 1 else 'is'} "
         f"used again by {f.failed.words()}; that first call freed {_freed_words(f)}.",
         evidence=evidence, options=opts, confidence="depends", culprit=list(groups)[0], culprits=list(groups),
+        how_to_tell="Which networks should each of the two losses train?")
+
+
+def _aliases(groups: dict) -> dict:
+    """{simple name: the kept container holding the very same tensor} (`memory` -> `cache[0]`)."""
+    out = {}
+    for p, (o, _s, _st) in groups.items():
+        if not isinstance(o, torch.Tensor):
+            continue
+        for q, (box, _s2, _st2) in groups.items():
+            items = box.values() if isinstance(box, dict) else box if isinstance(box, (tuple, list)) else ()
+            if q != p and any(x is o for x in items):
+                out[p] = q
+                break
+    return out
+
+
+def _cache_entry(f: Facts, path: str, made: Site) -> list | None:
+    """For an entry of a dict or list you keep across steps (`cache[0]`, stored by `cache[sid] = ...`):
+    clear the container after each backward (every step computes it again), or store it detached."""
+    m = re.fullmatch(r"(?P<base>[A-Za-z_][\w.]*)\[[^\[\]]+\]", path)
+    box = _resolve(f.ns, m.group("base")) if m else None
+    if not isinstance(box, (dict, list)):
+        return None
+    import linecache
+
+    base, obj = m.group("base"), _resolve(f.ns, path)
+    end = _statement_end(f.freer.site)
+    opts = [Option(f"if what computes `{path}` should be trained by every step's loss",
+                   f"Do not keep it from one step to the next: add `{base}.clear()` after {f.freer.site.short()}, "
+                   "so that every step computes it again.",
+                   "Each step builds its own graph for it, and backward frees only that; the cache then saves "
+                   "work only within a step.",
+                   (Edit(f.freer.site.file, end + 1, (_indent(f.freer.site) + f"{base}.clear()",), insert=True),)
+                   if f.freer.site.file == made.file else (), kind="recompute-in-step")]
+    store = None
+    for n in range(made.line, made.line + 40):
+        got = re.match(rf"\s*{re.escape(base)}\[(?P<key>[^\]]+)\]\s*=[^=]", linecache.getline(made.file, n))
+        if got:
+            store = (Site(made.file, n, made.function), got.group("key"))
+            break
+    if store is not None:
+        snippet = detach_snippet(f"{base}[{store[1]}]", obj)
+        opts.append(Option(f"if `{path}` is fixed data that should not be trained",
+                           f"Store it detached: add `{snippet}` after {store[0].short()}.",
+                           "Nothing trains through the kept entry; no graph is kept with it.",
+                           (Edit(made.file, _statement_end(store[0]) + 1, (_indent(store[0]) + snippet,), insert=True),),
+                           kind="recompute-in-step"))
+    return opts
+
+
+def _store_line(m) -> tuple[Site, str, str] | None:
+    """Of the line that made a value and the lines that called it, the first that stores it into a
+    container or an attribute (`cache[key] = func(X[beg:end])`, `self.memory = ...`): (site, target,
+    value expression)."""
+    for site in (m[0], *(m[3] if len(m) > 3 else ())):
+        if site is None:
+            continue
+        got = re.fullmatch(r"(?P<lhs>[A-Za-z_][\w.]*(?:\[[^=]+\]|\.\w+))\s*=\s*(?P<rhs>[^=].*)", site.code())
+        if got:
+            return site, got.group("lhs"), got.group("rhs").strip()
+    return None
+
+
+def rule_kept_unnamed(f: Facts) -> Finding | None:
+    """A value made before the freer is used again, but no variable of yours holds it: it is kept
+    inside a function (a cache, a closure, an object). The record still names the lines."""
+    if f.error != "second time" or f.failed is None or f.freer is None or f.carriers or not f.kept:
+        return None
+    fn, _ = f.kept[-1]
+    m = made_at(fn)
+    if m is None or m[0] is None:
+        return None
+    chain = " <- ".join(f"{x.short()} `{x.code()}`" for x in (m[0], *(m[3] if len(m) > 3 else ())) if x is not None)
+    store = _store_line(m)
+    where = (f" It is kept at {store[0].short()} `{store[0].code()}`." if store else
+             " No variable in your namespace holds it: it is kept inside a function (a cache, a closure or an "
+             "object).")
+    evidence = [f"Made by {fn.name()}: {chain}, in optimizer step {m[1]}.", f"{f.freer.words()} freed its buffers."]
+    remade = _key(m) in f.new_keys
+    same_line = f.failed.site == f.freer.site
+    if same_line and remade:
+        return Finding(
+            "carried-across-steps",
+            f"A value made at {m[0].short()} is carried from step to step and made again from its value in the "
+            f"step before; {f.freer.words()} freed the earlier step's buffers.{where}",
+            evidence=evidence,
+            options=[Option("if gradients should flow only within one step",
+                            "Detach the kept value after each backward, where it is kept"
+                            + (f" (`{store[1]}`)" if store else "") + ".",
+                            "Each backward stops at the start of its step; memory stays flat.", kind="detach-carried"),
+                     Option("if each sequence, episode or task should start fresh",
+                            "Reset the kept value at the start of each one.",
+                            "No value or gradient crosses from one to the next.", kind="reset-per-episode")],
+            confidence="depends",
+            how_to_tell="Should the gradient of this step's loss reach back into the earlier steps?")
+    if same_line:
+        opts = [Option("if what computes it should be trained by every step's loss",
+                       "Compute it again in every step: do not keep it from one step to the next"
+                       + (f" (it is kept at {store[0].short()})" if store else "") + ".",
+                       "Each step builds its own graph for it, and backward frees only that.",
+                       kind="recompute-in-step")]
+        if store:
+            new = f"{store[1]} = ({store[2]}).detach()" if not re.fullmatch(r"[\w.]+(\(.*\))?", store[2]) \
+                else f"{store[1]} = {store[2]}.detach()"
+            opts.append(Option("if it is fixed data that should not be trained",
+                               f"Keep it detached: write `{new}` at {store[0].short()}.",
+                               "Nothing trains through it; no graph is kept.",
+                               (Edit(store[0].file, store[0].line, (_indent(store[0]) + new,)),),
+                               kind="recompute-in-step"))
+        return Finding(
+            "computed-once",
+            f"A value made at {m[0].short()} in optimizer step {m[1]} was kept, and the loss of optimizer step "
+            f"{f.failed.step} uses it again; {f.freer.words()} freed its buffers.{where}",
+            evidence=evidence, options=opts, confidence="depends",
+            how_to_tell="Should each step's loss train what computes it?")
+    unsafe = _stepped_old(f)
+    opts = [] if unsafe else [_sum_option(f)]
+    r = None if unsafe else _retain_option(f, condition="if both losses should train it")
+    if r:
+        opts.append(r)
+    if unsafe:
+        opts.append(Option("if the later loss should use the weights as they are now",
+                           "Compute what the later loss uses again, after the change, instead of reusing it.",
+                           "The later loss runs through a new graph.", kind="recompute-in-step"))
+    return Finding(
+        "reused-after-backward",
+        f"A value made at {m[0].short()}, before {f.freer.words()}, is used again by {f.failed.words()}; that first "
+        f"call freed its buffers.{where}", evidence=evidence, options=opts, confidence="depends",
         how_to_tell="Which networks should each of the two losses train?")
 
 
@@ -794,12 +1008,62 @@ def _leaves_between(top, bottom) -> bool:
 
 
 def _stepped_old(f: Facts) -> list:
-    """Parameters of the part made before the freer that an optimizer step in between changed."""
-    if not f.steps_between:
+    """Parameters of the part made before the freer that an optimizer step, or another in-place
+    write (SAM's `p.add_(e_w)`, a `load_state_dict`), changed in between."""
+    if not f.steps_between and not f.writes_between:
         return []
-    leaves = {id(n.variable) for fn in f.old for n, _ in fn.next_functions
+    leaves = {id(n.variable): n.variable for fn in f.old for n, _ in fn.next_functions
               if n is not None and is_leaf_node(n)}
-    return [p for s in f.steps_between for r in s.params if (p := r()) is not None and id(p) in leaves]
+    out = [p for s in f.steps_between for r in s.params if (p := r()) is not None and id(p) in leaves]
+    storages = {_storage(v): v for v in leaves.values()}
+    for w in f.writes_between:
+        t = w.tensor() if w.tensor is not None else None
+        v = leaves.get(id(t)) if t is not None else None
+        v = v if v is not None else storages.get(w.storage)
+        if v is not None and not any(v is q for q in out):
+            out.append(v)
+    return out
+
+
+def _writer_between(f: Facts, changed: list):
+    """The first in-place write between the two calls that changed one of `changed`."""
+    ids, storages = {id(p) for p in changed}, {_storage(p) for p in changed}
+    for w in f.writes_between:
+        t = w.tensor() if w.tensor is not None else None
+        if (t is not None and id(t) in ids) or w.storage in storages:
+            return w
+    return None
+
+
+def _recompute_at_use(f: Facts, path: str, site: Site | None) -> Option | None:
+    """For `pred = model(image)` reused by a later loss after the weights changed: compute it again
+    where that loss uses it (`F.cross_entropy(model(image), target).backward()`), when what computes
+    it reads no value whose graph was freed."""
+    if site is None or not re.fullmatch(r"\w+", path):
+        return None
+    m = re.fullmatch(rf"{path}\s*=\s*(?P<rhs>[^=].*)", site.code())
+    if m is None:
+        return None
+    rhs = m.group("rhs").strip()
+    for name in re.findall(r"(?<![\w.])([A-Za-z_]\w*)", rhs):
+        v = _resolve(f.ns, name)
+        if isinstance(v, torch.Tensor) and v.grad_fn is not None:
+            return None                      # it reads a value with a graph: that graph may be freed too
+    use = f.failed.site if f.failed is not None else None
+    if use is None or use.file != site.file:
+        return None
+    text = use.code()
+    if len(re.findall(rf"(?<![\w.]){path}(?![\w(])", text)) != 1:
+        use = _first_new_use(f, path)
+        text = use.code() if use is not None else ""
+        if use is None or len(re.findall(rf"(?<![\w.]){path}(?![\w(])", text)) != 1:
+            return None
+    new = re.sub(rf"(?<![\w.]){path}(?![\w(])", lambda _: rhs, text)
+    return Option("if the later loss should use the weights as they are now",
+                  f"Compute `{path}` again where that loss uses it: write `{new}` at {use.short()}.",
+                  "The later loss runs through a new graph, made with the changed weights; the first "
+                  "backward keeps only its own part.",
+                  (Edit(use.file, use.line, (_indent(use) + new,)),), kind="recompute-in-step")
 
 
 def _rebuild_from_detached(f: Facts) -> Option | None:
@@ -869,22 +1133,6 @@ def _reset_words(f: Facts, groups: dict) -> str:
     return "Reset " + ", ".join(f"`{p}`" for p in groups) + " to its initial value at the start of each one."
 
 
-def _line_ran_since(f: Facts, site: Site) -> bool:
-    """Whether `site` made a node after the freer ran (the line runs in every step)."""
-    before = f.freer.index - 1
-    for _path, t in f.named:
-        fn = t.grad_fn
-        m = made_at(fn) if fn is not None else None
-        if m is not None and (m[0] == site or site in m[3]) and m[2] > before:
-            return True
-    root = f.root.grad_fn if f.root is not None else None
-    for fn in (_nodes(root, 5_000) if root is not None else []):
-        m = made_at(fn)
-        if m is not None and (m[0] == site or site in m[3]) and m[2] > before:
-            return True
-    return False
-
-
 def _first_new_use(f: Facts, path: str) -> Site | None:
     """The line of the first node made after the freer that uses `path`'s tensor."""
     tensors = [t for p, t in f.named if p == path or p.startswith(path + "[") or p.startswith(path + ".")]
@@ -942,13 +1190,15 @@ def rule_inplace_recorded(f: Facts) -> Finding | None:
             move = (Edit(w.site.file, w.site.line, ()),
                     Edit(w.site.file, _statement_end(f.failed.site) + 1, (_indent(f.failed.site) + w.site.code(),),
                          insert=True))
+        apart = _detach_from_changed(f, w)
         return Finding(
             "inplace-optimizer-step",
             f"`{w.site.code()}` at {w.site.short()} updated a weight{name_words} that "
             f"{f.failed.words() if f.failed else 'this backward'} needs as it was (version {w.before} -> {w.after}).",
             evidence=[f"The optimizer wrote it in place ({w.op}); the graph saved it at version "
                       f"{f.versions[0] if f.versions else w.before}."],
-            options=[Option("if both gradients should be computed with the weights before the step",
+            options=[*([apart] if apart else []),
+                     Option("if both gradients should be computed with the weights before the step",
                             f"Call every backward() before `{w.site.code()}`: move it from {w.site.short()} to after "
                             f"{f.failed.site.short() if f.failed else 'the last backward'}.",
                             "The step then applies both gradients at once.", move, kind="backward-before-step"),
@@ -957,7 +1207,8 @@ def rule_inplace_recorded(f: Facts) -> Finding | None:
                             "It runs through a new graph, made with the updated weights.",
                             kind="backward-before-step")],
             confidence="depends", culprit=names[0] if names else None, culprits=names,
-            how_to_tell="Should the later loss be computed with the weights before or after the step?")
+            how_to_tell="Should the later loss be computed with the weights before or after the step?"
+                        + (" Should it train the weights the step changed at all?" if apart else ""))
     inner = f" inside the library call at {w.inner}" if w.inner is not None else ""
     t = w.tensor() if w.tensor is not None else None
     through_detach = t is not None and not t.requires_grad and any(
@@ -974,7 +1225,7 @@ def rule_inplace_recorded(f: Facts) -> Finding | None:
         if copy is not None:
             edits.append(copy[1])
             said.append(f"`{copy[0]}` in place of {site.short()}")
-    kind = "no-data-write" if through_detach else "out-of-place"
+    kind = "no-data-write" if through_detach or (t is not None and not t.requires_grad) else "out-of-place"
     opts = []
     if said:
         opts.append(Option("", "Write out of place, or into a copy: " + "; ".join(said) + ".",
@@ -983,9 +1234,12 @@ def rule_inplace_recorded(f: Facts) -> Finding | None:
                            kind=kind))
     else:
         target = f"`{names[0]}.clone()`" if names else "a copy (`.clone()`) of the tensor"
-        opts.append(Option("", f"Give the write a copy: write into {target}, or pass `inplace=False` to "
-                               f"the module or function that writes, at {w.site.short()}{inner}.",
-                           "The saved tensor keeps its value; the copy costs its size in memory.", kind=kind))
+        before = f.failed.site.short() if f.failed is not None else "the backward() call"
+        opts.append(Option("", f"Make that write after the backward, not between the forward that saved the tensor "
+                               f"and {before}: `{w.site.code()}` at {w.site.short()} must run after it (or not "
+                               "at all, if the write is not needed); or give the write a copy: write into "
+                               f"{target}, or pass `inplace=False` to the module or function that writes{inner}.",
+                           "The saved tensor keeps its value until backward has used it.", kind=kind))
     how = (" through a tensor that autograd does not track (made by .detach() or .data), which shares its memory"
            if through_detach else "")
     return Finding(
@@ -996,6 +1250,44 @@ def rule_inplace_recorded(f: Facts) -> Finding | None:
         + ([f"Also recorded: {len(f.writes) - 1} more write(s) to it, at "
             + ", ".join(x.site.short() for x in f.writes[:-1]) + "."] if len(f.writes) > 1 else []),
         options=opts, confidence="certain", culprit=names[0] if names else None, culprits=names)
+
+
+def _detach_from_changed(f: Facts, w) -> Option | None:
+    """When the failing loss reaches the weight the step changed only through one tensor of yours
+    (`feats`, a shared trunk's output) and still trains something without it: detach that tensor
+    where this loss uses it, if this loss should not train what the step changed (an actor's loss
+    through a critic's trunk; a generator step then a discriminator loss)."""
+    t = w.tensor() if w.tensor is not None else None
+    if f.root is None or f.root.grad_fn is None or t is None:
+        return None
+    nodes = _nodes(f.root.grad_fn, 20_000)
+    acc = next((fn for fn in nodes if is_leaf_node(fn) and getattr(fn, "variable", None) is t), None)
+    if acc is None:
+        return None
+    inside = set(nodes)
+    found = []
+    for path, u in f.named:
+        fn = u.grad_fn
+        if fn is None or fn not in inside or u is f.root or _is_param_like(u) or not re.fullmatch(r"\w+", path):
+            continue
+        if not _reaches_any(fn, {acc}) or _reaches_any(f.root.grad_fn, {acc}, avoid={fn}):
+            continue                        # detaching it would not cut the way to the changed weight
+        if not _reaches_leaf([f.root.grad_fn], fn):
+            continue                        # this loss would then train nothing
+        user = next((n for n in nodes if any(x is fn and i == u.output_nr for x, i in n.next_functions)), None)
+        m = made_at(user) if user is not None else None
+        got = _detach_at_use(m[0], path) if m is not None and m[0] is not None else None
+        if got is not None:
+            found.append((fn._sequence_nr(), path, m[0], got))
+    if not found:
+        return None
+    _, path, site, got = max(found)         # the one made last: nearest this loss
+    names = _names_of(f, w)
+    return Option(f"if this loss should not train {'`' + names[0] + '`' if names else 'the weights the step changed'}"
+                  f" (nor what computes `{path}`)",
+                  f"Detach `{path}` where this loss uses it: write `{got[0]}` at {site.short()}.",
+                  f"This loss's gradient stops at `{path}`, so it no longer needs the weights the step changed; "
+                  "it still trains what it computes from there.", (got[1],), kind="detach-at-use")
 
 
 def _names_of(f: Facts, w) -> list:
@@ -1021,7 +1313,7 @@ RULE_NAMES = ("read-after-backward", "grad-freed-graph", "running-total", "step-
               "shared-graph", "carried-across-steps", "computed-once", "reused-after-backward",
               "inplace-optimizer-step", "inplace-write", "not-recorded")
 RULES = [rule_read_after_backward, rule_grad_freed, rule_running_total, rule_step_between,
-         rule_shared_graph, rule_reused_after_backward, rule_inplace_recorded, rule_unknown]
+         rule_shared_graph, rule_reused_after_backward, rule_kept_unnamed, rule_inplace_recorded, rule_unknown]
 
 
 def _cap(text: str) -> str:

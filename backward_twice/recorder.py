@@ -32,6 +32,7 @@ import os
 import sys
 import sysconfig
 import threading
+import warnings
 import weakref
 from collections import deque
 from dataclasses import dataclass, field
@@ -124,6 +125,7 @@ class Write:
     shape: tuple
     tensor: weakref.ref | None
     optimizer_step: bool = False
+    calls: int = 0            # backward()/autograd.grad() calls made before it
 
 
 @dataclass
@@ -168,6 +170,17 @@ def _site(frame) -> Site:
             _SITES.clear()
         s = _SITES[key] = Site(frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name)
     return s
+
+
+def _showwarnmsg_at_user_line(msg) -> None:
+    """torch warns from C++ naming the innermost Python frame, which under the recorder is its own
+    __torch_function__: name the user's line instead (the line that made the call, as without it).
+    Runs only when a warning is shown, so it costs nothing per call."""
+    if msg.filename == __file__:
+        site, _ = caller_sites(1)
+        if site is not None:
+            msg.filename, msg.lineno, msg.line = site.file, site.line, None
+    _ACTIVE.warnings(msg)
 
 
 def caller_sites(depth: int = 2) -> tuple[Site | None, Site | None]:
@@ -406,7 +419,7 @@ class Recorder(TorchFunctionMode):
         except TypeError:
             ref = None
         self.writes.append(Write(op, site, inner if inner != site else None, before, after, self.step,
-                                 _storage(t), tuple(t.shape), ref, self.in_optimizer is not None))
+                                 _storage(t), tuple(t.shape), ref, self.in_optimizer is not None, self.n_calls))
         self._age()
 
     def _backward(self, kind, func, args, kwargs):
@@ -483,6 +496,9 @@ class Recorder(TorchFunctionMode):
         if stack is None:
             stack = _ACTIVE.stack = []
         stack.append(self)
+        if not getattr(_ACTIVE, "warnings", None):
+            _ACTIVE.warnings = warnings._showwarnmsg
+            warnings._showwarnmsg = _showwarnmsg_at_user_line
         return super().__enter__()
 
     def __exit__(self, *exc):
@@ -491,6 +507,8 @@ class Recorder(TorchFunctionMode):
         self._hooks = []
         self.in_optimizer = None
         _ACTIVE.stack.remove(self)
+        if not _ACTIVE.stack and getattr(_ACTIVE, "warnings", None):
+            warnings._showwarnmsg, _ACTIVE.warnings = _ACTIVE.warnings, None
         return super().__exit__(*exc)
 
     # ---- what it kept

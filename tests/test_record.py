@@ -311,3 +311,16 @@ def test_retain_and_create_graph_are_read_however_they_are_passed():
     assert [(c.kind, c.retain_graph, c.create_graph) for c in rec.calls] == [
         ("backward", True, False), ("backward", True, False), ("autograd.grad", True, True), ("backward", False, False)]
     assert [c.released for c in rec.calls] == [0, 0, 0, 2]
+
+
+def test_a_warning_torch_raises_under_the_recorder_names_the_users_line_not_the_recorders():
+    """torch warns from C++ with the calling frame's line; under the recorder that frame would be the
+    recorder's own __torch_function__ (found by a transcript: float(loss) named recorder.py)."""
+    import warnings
+
+    y = torch.ones(2, requires_grad=True).sum()
+    with warnings.catch_warnings(record=True) as caught, Recorder():
+        warnings.simplefilter("always")
+        float(y)                                       # torch: "Converting a tensor with requires_grad=True ..."
+    assert caught, "torch no longer warns here: pick another warning"
+    assert all(w.filename == __file__ for w in caught), [(w.filename, w.lineno) for w in caught]

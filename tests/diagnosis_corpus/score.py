@@ -28,7 +28,10 @@ from . import harness
 TARGETS = {"culprit": 0.95, "fix_kind": 0.90, "fix_offered": 0.90, "confidently_wrong": 0}
 # issue 27's fix kinds and the kinds that name the same remedy
 SAME_FIX = {"detach-at-use": {"detach-at-use", "detach-input"}, "detach-input": {"detach-at-use", "detach-input"},
-            "keep-graph": {"keep-graph", "retain-or-sum"}, "read-before-backward": {"read-before-backward", "keep-graph"}}
+            "keep-graph": {"keep-graph", "retain-or-sum"}, "read-before-backward": {"read-before-backward", "keep-graph"},
+            # a running total backwarded: starting it again after each backward gives the gradients of
+            # keeping it as a number and backwarding each loss (remedy.py runs both on running_total_backwarded)
+            "accumulate-number": {"accumulate-number", "reset-per-episode"}}
 _NO_NAME = ("names unavailable", "no name in your namespace")
 
 

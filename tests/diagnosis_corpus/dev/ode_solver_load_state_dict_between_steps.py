@@ -15,7 +15,7 @@ import torch.nn.functional as F
 
 SOURCE = "juntang-zhuang/torch_ACA#1"
 CATEGORY = "inplace"
-CULPRIT = "func.norm.weight"
+CULPRIT = "func.norm.running_mean"   # the error's tensor (first labelled func.norm.weight)
 CAUSE = "load_state_dict inside the solver rewrites parameters the accepted steps saved"
 FIX_KIND = "no-data-write"
 ERROR = "inplace"
@@ -42,7 +42,7 @@ def odesolve(func, y0, t1, h=0.5, tol=0.05):
             err = (func(t + h, y + h * k1) - k1).abs().max().item() * h / 2
         h = min(h * 0.5 if err > tol else h, t1 - t)
         func.load_state_dict(state0)  # BUG
-        # FIX: pass  # load_state_dict commented out, as the maintainer advised
+        # FIX: pass
         k1 = func(t, y)
         y, t = y + h / 2 * (k1 + func(t + h, y + h * k1)), t + h   # Heun step, with the graph
     return y
