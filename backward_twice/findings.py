@@ -48,6 +48,7 @@ class Option:
     consequence: str        # what changes when you apply it
     edits: tuple = ()       # the edit that applies it, when it is one or two lines
     kind: str = ""          # a FIX_KINDS key of backward_twice.diagnose
+    detached: str = ""      # the tensor it detaches where the earlier loss uses it (for the half-fix check)
 
 
 @dataclass
@@ -621,7 +622,7 @@ def _shared_detach_options(f: Facts) -> list:
                 out.append(Option(f"if the loss of {f.freer.site.short()} should not train what made `{path}`",
                                   f"Detach it where that loss uses it: write `{got[0]}` at {m[0].short()}.",
                                   "That loss's gradient stops at it; the other loss still trains through it.",
-                                  (got[1],), kind="detach-at-use"))
+                                  (got[1],), kind="detach-at-use", detached=path))
                 break
         for user in failing:                  # where the later loss alone uses it
             if user in freer_set or not any(n is fn and i == t.output_nr for n, i in user.next_functions):
@@ -812,12 +813,18 @@ def rule_reused_after_backward(f: Facts) -> Finding | None:
                                + (f" (at {made.short()})" if made else ""),
                                f"Detach it where that loss uses it: write `{got[0]}` at {site.short()}.",
                                "That loss's gradient stops at it; the later loss still trains through it.",
-                               (got[1],), kind="detach-input"))
+                               (got[1],), kind="detach-input", detached=path))
             break
     later = _rebuild_from_detached(f)     # the later loss should not train what made the input of it
     if later is not None:
         opts.append(later)
     opts += [o for o in _shared_detach_options(f) if o.fix not in {x.fix for x in opts}]
+    # a detach in the earlier loss after which the later loss still reaches what that loss frees is
+    # half a fix (mutual learning: each loss also uses its own network's output, which it frees)
+    opts = [o for o in opts if not (o.detached and _later_still_reaches_freed(f, o.detached))]
+    both = _each_own_network(f)
+    if both is not None:
+        opts.insert(0, both)
     if unsafe:
         for path, _t, site, _st in f.carriers:
             again = _recompute_at_use(f, path, site)
@@ -980,6 +987,65 @@ def rule_kept_unnamed(f: Facts) -> Finding | None:
         f"A value made at {m[0].short()}, before {f.freer.words()}, is used again by {f.failed.words()}; that first "
         f"call freed its buffers.{where}", evidence=evidence, options=opts, confidence="depends",
         how_to_tell="Which networks should each of the two losses train?")
+
+
+def _reach(starts, cut_node=None, cut_line: Site | None = None, limit: int = 40_000) -> set:
+    """The nodes reachable from `starts`, not following an edge into `cut_node` from a node made at
+    `cut_line` (what `x.detach()` written at that one line would cut)."""
+    seen, todo = set(), list(starts)
+    while todo and len(seen) < limit:
+        n = todo.pop()
+        if n is None or n in seen:
+            continue
+        seen.add(n)
+        cut = cut_node is not None and (m := made_at(n)) is not None and m[0] == cut_line
+        todo.extend(x for x, _ in n.next_functions if not (cut and x is cut_node))
+    return seen
+
+
+def _later_still_reaches_freed(f: Facts, path: str, at: Site | None = None, later_detached: str | None = None,
+                               later_at: Site | None = None) -> bool:
+    """Whether, with `path` detached where the earlier loss uses it at `at` (and `later_detached`
+    where the later loss uses it, at `later_at`), the later loss still reaches a node the earlier
+    call frees: then the detach is half a fix."""
+    t = next((u for p, u in f.named if p == path), None)
+    if t is None or t.grad_fn is None or f.root is None or f.root.grad_fn is None:
+        return False
+    if at is None:
+        at = next((s for p, s in f.uses if p == path), None)
+    roots = [r() if callable(r) else r for r in f.freer.roots]
+    freed = _reach([r.grad_fn for r in roots if r is not None and r.grad_fn is not None], t.grad_fn, at)
+    freed = {n for n in freed if n in f.old}
+    b = next((u for p, u in f.named if p == later_detached), None) if later_detached else None
+    later = _reach([f.root.grad_fn], b.grad_fn if b is not None else None, later_at)
+    return bool(later & freed)
+
+
+def _each_own_network(f: Facts) -> Option | None:
+    """Two networks whose outputs each loss uses (deep mutual learning, co-training): detach the
+    other's output in each loss: `a` where the earlier loss uses it, `b` where the later one does."""
+    for path_a, site_a in f.uses:
+        a = next((u for p, u in f.named if p == path_a), None)
+        got_a = _detach_at_use(site_a, path_a)
+        if a is None or got_a is None or not _trains_without(f.freer, a.grad_fn):
+            continue
+        for path_b, b, _s, _st in f.carriers:
+            if path_b == path_a or not re.fullmatch(r"\w+", path_b) or b.grad_fn is None:
+                continue
+            use_b = _first_new_use(f, path_b)
+            got_b = _detach_at_use(use_b, path_b) if use_b is not None else None
+            if got_b is None or use_b.line == site_a.line or not _reaches_leaf([f.root.grad_fn], b.grad_fn):
+                continue
+            if _later_still_reaches_freed(f, path_a, site_a, later_detached=path_b, later_at=use_b):
+                continue
+            return Option("if each loss should train only its own network (the other network's output is a "
+                          "fixed target to agree with)",
+                          f"Detach the other network's output in each loss: write `{got_a[0]}` at {site_a.short()}, "
+                          f"and `{got_b[0]}` at {use_b.short()}.",
+                          f"The earlier loss no longer frees what made `{path_a}`; the later loss no longer runs "
+                          f"into what made `{path_b}`, whose graph the earlier backward frees.",
+                          (got_a[1], got_b[1]), kind="detach-at-use")
+    return None
 
 
 def _reaches_leaf(starts, stop) -> bool:
