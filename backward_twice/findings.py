@@ -1277,6 +1277,9 @@ def rule_inplace_recorded(f: Facts) -> Finding | None:
                         + (" Should it train the weights the step changed at all?" if apart else ""))
     inner = f" inside the library call at {w.inner}" if w.inner is not None else ""
     t = w.tensor() if w.tensor is not None else None
+    kept = _persistent_write(f, w, t)
+    if kept is not None:
+        return kept
     through_detach = t is not None and not t.requires_grad and any(
         u.requires_grad and _storage(u) == w.storage for _, u in f.named)
     edits, said = [], []
@@ -1316,6 +1319,101 @@ def rule_inplace_recorded(f: Facts) -> Finding | None:
         + ([f"Also recorded: {len(f.writes) - 1} more write(s) to it, at "
             + ", ".join(x.site.short() for x in f.writes[:-1]) + "."] if len(f.writes) > 1 else []),
         options=opts, confidence="certain", culprit=names[0] if names else None, culprits=names)
+
+
+def _block_move(write_sites, before: Site) -> tuple[Site, int, int] | None:
+    """The statement that makes the write (the write's line, or a line of yours that called it), in the
+    same block as `before` and above it: (its first line's Site, first line, last line)."""
+    import ast
+    import linecache
+
+    lines = linecache.getlines(before.file)
+    if not lines:
+        return None
+    try:
+        tree = ast.parse("".join(lines))
+    except SyntaxError:
+        return None
+
+    def body_with(node, line):
+        for part in ("body", "orelse", "finalbody", "handlers"):
+            stmts = getattr(node, part, None)
+            if isinstance(stmts, list) and any(isinstance(x, ast.stmt) and x.lineno <= line <= x.end_lineno
+                                               for x in stmts):
+                inner = next(x for x in stmts if x.lineno <= line <= x.end_lineno)
+                deeper = body_with(inner, line)
+                return deeper if deeper is not None else (stmts, inner)
+        return None
+
+    found = body_with(tree, before.line)
+    if found is None:
+        return None
+    block, target = found
+    for site in write_sites:
+        if site is None or site.file != before.file or not site.line < target.lineno:
+            continue
+        stmt = next((x for x in block if x.lineno <= site.line <= x.end_lineno), None)
+        if stmt is not None and stmt.end_lineno < target.lineno:
+            return Site(site.file, stmt.lineno, site.function), stmt.lineno, stmt.end_lineno
+    return None
+
+
+def _persistent_write(f: Facts, w, t) -> Finding | None:
+    """A write into state that outlives the step (a parameter, a buffer, a leaf: an EMA teacher's
+    `tp.mul_(0.99).add_(sp, alpha=0.01)`, a weight clamp) made between the forward that saved it and
+    the backward. Writing out of place would only rebind a name and silently stop the update: the
+    write belongs after the backward, which then sees the values its graph saved."""
+    if t is None or not (t.is_leaf or _is_param_like(t)) or f.failed is None:
+        return None
+    # `self.queue[i] = k` (a buffer, an attribute): a copy assigned to the attribute keeps the update
+    # (the general rule writes it); a parameter cannot be assigned a plain tensor, a local name rebinds
+    obj = re.match(r"\s*([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*?)(?=\[|\.\w+_\(|\s*[-+*/]?=)", w.site.code())
+    if not isinstance(t, torch.nn.Parameter) and obj is not None and "." in obj.group(1):
+        return None
+    if any(u.requires_grad and not u.is_leaf and _storage(u) == w.storage for _, u in f.named):
+        return None      # `mask = out.detach()`: a leaf only by name, sharing the memory of a value in the graph
+    names = _names_of(f, w)
+    name_words = (" (" + ", ".join(f"`{n}`" for n in names) + ")") if names else ""
+    moved = _block_move((w.site, *w.outer), f.failed.site)
+    if moved is not None and f.root is not None and f.root.grad_fn is not None:
+        lines = range(moved[1], moved[2] + 1)
+        for fn in _nodes(f.root.grad_fn, 20_000):      # the statement is part of the forward: not movable
+            m = made_at(fn)
+            if m is not None and any(x is not None and x.file == moved[0].file and x.line in lines
+                                     for x in (m[0], *(m[3] if len(m) > 3 else ()))):
+                moved = None
+                break
+    edits, where = (), f"`{w.site.code()}` at {w.site.short()}"
+    if moved is not None:
+        first, a, b = moved
+        import linecache
+
+        text = [linecache.getline(first.file, n).rstrip("\n") for n in range(a, b + 1)]
+        end = _statement_end(f.failed.site)
+        edits = (*(Edit(first.file, n, ()) for n in range(a, b + 1)),
+                 Edit(first.file, end + 1, tuple(text), insert=True))
+        where = f"the statement at {first.short()} (`{first.code()}`)" if (a, b) != (w.site.line, w.site.line) else where
+    return Finding(
+        "inplace-write",
+        f"`{w.op}` at {w.site.short()} wrote in place into a tensor that lasts beyond this step{name_words} after "
+        f"the forward had saved it and before {f.failed.words()} (version {w.before} -> {w.after}); backward "
+        "needs it as it was.",
+        evidence=[f"The write was recorded at {w.site}: the tensor's version went from {w.before} to {w.after}.",
+                  "The tensor is a leaf (a parameter, a buffer or a tensor you keep): writing out of place "
+                  "would only rebind a name and leave it unchanged."],
+        options=[Option("", (f"Make the write after the backward: move {where} below {f.failed.site.short()}."
+                             if moved is not None else
+                             f"Make the write after the backward, or leave it out if it is not needed: "
+                             f"`{w.site.code()}` at {w.site.short()}"
+                             + (f" (called from {w.outer[0].short()})" if w.outer else "")
+                             + f" runs between the forward and {f.failed.site.short()}."),
+                        "The backward uses the values its graph saved; the tensor is updated as before, for the "
+                        "next forward.", edits, kind="no-data-write" if not t.requires_grad else "backward-before-step")]
+        + ([] if moved is not None else
+           [Option("", "Or, where the forward reads it, give the graph a copy (`.clone()`), so that the write "
+                       "changes the tensor and not what the graph saved.",
+                   "The copy costs the tensor's size until the backward has run.", kind="no-data-write")]),
+        confidence="certain", culprit=names[0] if names else None, culprits=names)
 
 
 def _detach_from_changed(f: Facts, w) -> Option | None:

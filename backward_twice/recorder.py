@@ -126,6 +126,7 @@ class Write:
     tensor: weakref.ref | None
     optimizer_step: bool = False
     calls: int = 0            # backward()/autograd.grad() calls made before it
+    outer: tuple = ()         # the user's lines that called the line that wrote (innermost first)
 
 
 @dataclass
@@ -418,8 +419,10 @@ class Recorder(TorchFunctionMode):
             ref = weakref.ref(t)
         except TypeError:
             ref = None
+        outer = outer_sites(3) if self.in_optimizer is None else ()
         self.writes.append(Write(op, site, inner if inner != site else None, before, after, self.step,
-                                 _storage(t), tuple(t.shape), ref, self.in_optimizer is not None, self.n_calls))
+                                 _storage(t), tuple(t.shape), ref, self.in_optimizer is not None, self.n_calls,
+                                 outer))
         self._age()
 
     def _backward(self, kind, func, args, kwargs):
