@@ -731,6 +731,11 @@ def rule_reused_after_backward(f: Facts) -> Finding | None:
         # and its new value leads back to the old one); a cached or once-made value is kept as it is
         remade = [p for p in groups if any(container_of(f.ns, c)[0] == p for c in f.remade)]
         if remade:
+            for a in _aliases(groups, f.ns):      # `h`, `inp` are `state[1]`'s: detach the kept state once
+                groups.pop(a)
+            carried_words = "; ".join(f"`{p}` (made at {s.short() if s else 'a line not recorded'}"
+                                      f"{'' if st is None else f', in optimizer step {st}'})"
+                                      for p, (o, s, st) in groups.items())
             snippets = [detach_snippet(p, o) for p, (o, s, st) in groups.items()]
             edit = Edit(f.freer.site.file, end + 1, tuple(indent + s for s in snippets), insert=True)
             fix = (f"Detach {'them' if len(snippets) > 1 else 'it'} after each backward: add "
@@ -760,7 +765,7 @@ def rule_reused_after_backward(f: Facts) -> Finding | None:
         if reread:
             groups = reread
             names = [n for n in names if container_of(f.ns, n)[0] in groups] or names
-        aliases = _aliases(groups)           # `memory` is `cache[0][0]`: name the entry you keep
+        aliases = _aliases(groups, f.ns)           # `memory` is `cache[0][0]`: name the entry you keep
         for a in aliases:
             groups.pop(a)
         carried_words = "; ".join(f"`{p}` (made at {s.short() if s else 'a line not recorded'}"
@@ -860,15 +865,27 @@ def rule_reused_after_backward(f: Facts) -> Finding | None:
         how_to_tell="Which networks should each of the two losses train?")
 
 
-def _aliases(groups: dict) -> dict:
-    """{simple name: the kept container holding the very same tensor} (`memory` -> `cache[0]`)."""
-    out = {}
+def _aliases(groups: dict, ns: dict) -> dict:
+    """{a name: the other name of what it holds}: a tensor kept in a container another name holds
+    (`memory` -> `cache[0]`, `h` -> `state[1]`), or the very same object under a second name
+    (`state[0]` -> `new[0]` after `state = new`); the first name of each object is kept."""
+    out, first = {}, {}
     for p, (o, _s, _st) in groups.items():
-        if not isinstance(o, torch.Tensor):
+        m = re.fullmatch(r"(?P<base>.+)(?P<idx>\[[^\[\]]+\])", p)
+        box = _resolve(ns, m.group("base")) if m else None
+        if o is None or box is None:       # two names of one tensor (`mem`, `lif1.mem`): each is rebound
+            continue
+        key = (id(box), m.group("idx"))    # one slot of one list under two names (`state = new`)
+        if key in first:
+            out[p] = first[key]
+            continue
+        first[key] = p
+    for p, (o, _s, _st) in groups.items():
+        if p in out or not isinstance(o, torch.Tensor):
             continue
         for q, (box, _s2, _st2) in groups.items():
             items = box.values() if isinstance(box, dict) else box if isinstance(box, (tuple, list)) else ()
-            if q != p and any(x is o for x in items):
+            if q != p and q not in out and any(x is o for x in items):
                 out[p] = q
                 break
     return out
@@ -1196,7 +1213,8 @@ def _reset_words(f: Facts, groups: dict) -> str:
             calls.append(f"`{owner}.{method}()`")
     if calls and len(calls) == len(groups):
         return "Call " + " and ".join(dict.fromkeys(calls)) + " at the start of each one."
-    return "Reset " + ", ".join(f"`{p}`" for p in groups) + " to its initial value at the start of each one."
+    return ("Reset " + ", ".join(f"`{p}`" for p in groups)
+            + (" to their initial values" if len(groups) > 1 else " to its initial value") + " at the start of each one.")
 
 
 def _first_new_use(f: Facts, path: str) -> Site | None:
