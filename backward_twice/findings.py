@@ -680,6 +680,19 @@ def rule_step_between(f: Facts) -> Finding | None:
         how_to_tell="Should the second loss's gradient be computed with the weights before or after this step?")
 
 
+def _optimizers_reached(f: Facts) -> list:
+    """The names of your optimizers (in the namespace) that own a parameter the failing graph reaches."""
+    if f.root is None or f.root.grad_fn is None:
+        return []
+    leaves = {id(fn.variable) for fn in _nodes(f.root.grad_fn, 20_000) if is_leaf_node(fn)}
+    out = []
+    for name, obj in list(f.ns.items()):
+        if isinstance(obj, torch.optim.Optimizer) and not name.startswith("_"):
+            if any(id(q) in leaves for g in obj.param_groups for q in g["params"]):
+                out.append(name)
+    return out
+
+
 def rule_shared_graph(f: Facts) -> Finding | None:
     """Two losses built before the first backward share part of one graph."""
     if f.error != "second time" or f.failed is None or f.freer is None or f.root is None:
@@ -697,6 +710,16 @@ def rule_shared_graph(f: Facts) -> Finding | None:
         if r:
             r.condition = opts[0].condition
     opts += peers
+    owners = _optimizers_reached(f)
+    if len(owners) > 1 and not peers:      # two optimizers: which loss trains which network is your call
+        for o in opts:
+            o.condition = "if both losses should train everything they reach"
+        opts.append(Option("if one loss should not train a network the other trains (a GAN's D loss and G)",
+                           "Give that loss its own forward pass, with the other network's output detached where "
+                           "it enters (for a GAN: the discriminator's loss from `fake.detach()`, the generator's "
+                           "from a second pass through the discriminator).",
+                           "Each loss's gradient reaches only the network it should train; the summed or retained "
+                           "graph would also train the other.", kind="detach-input"))
     return Finding(
         "shared-graph",
         f"Both losses were built before {f.freer.words()}, which freed the buffers of {_freed_words(f)}; "
@@ -704,10 +727,13 @@ def rule_shared_graph(f: Facts) -> Finding | None:
         evidence=[f"{f.freer.words()} released {f.freer.released} node(s)' saved tensors."]
         + ([f"`{f.steps_between[0].site.code()}` at {f.steps_between[0].site.short()} ran in between, but changed "
             "no parameter this graph uses, so keeping the graph is safe."] if f.steps_between
-           else ["No optimizer step ran in between."]),
-        options=opts, confidence="depends" if peers else "certain", culprit=shared[0] if shared else None,
-        culprits=shared,
-        how_to_tell="Should the loss of the first call train what made the tensor both losses use?" if peers else "")
+           else ["No optimizer step ran in between."])
+        + ([f"The graph reaches parameters of {len(owners)} optimizers ({', '.join(f'`{n}`' for n in owners)})."]
+           if len(owners) > 1 else []),
+        options=opts, confidence="depends" if peers or len(owners) > 1 else "certain",
+        culprit=shared[0] if shared else None, culprits=shared,
+        how_to_tell=("Should the loss of the first call train what made the tensor both losses use?" if peers else
+                     "Which optimizer's parameters should each loss train?" if len(owners) > 1 else ""))
 
 
 def rule_reused_after_backward(f: Facts) -> Finding | None:
