@@ -171,6 +171,9 @@ def _second_time(f: Facts) -> None:
     boundary_sites = {s for s, _, _ in boundary}
     f.kept = sorted(used, key=lambda u: u[0]._sequence_nr() if hasattr(u[0], "_sequence_nr") else 0)
     f.new_keys = {_key(made_at(fn)) for fn in new}
+    by_key: dict = {}
+    for fn in new:
+        by_key.setdefault(_key(made_at(fn)), []).append(fn)
     used_nodes = {n for n, _ in used}
     seen = set()
     for path, t in f.named:
@@ -182,8 +185,8 @@ def _second_time(f: Facts) -> None:
         # the reused value itself, or a state made again from it at the line (and output) that made
         # it: h = cell(x, h). Made again means its graph leads back to the old value: a cache entry
         # made at the same line for another key is not a carrier of this one
-        if (fn, out) in used:
-            remade = m is not None and _key(m) in f.new_keys
+        if (fn, out) in used:        # made again from it: the same code made a new value that reads it
+            remade = m is not None and any(_reaches_any(n, {fn}, 2_000) for n in by_key.get(_key(m), ())[:50])
         elif (fn not in f.old and m is not None and (m[0], fn.name(), out) in boundary
               and _reaches_any(fn, used_nodes)):
             remade = True
@@ -825,13 +828,13 @@ def rule_reused_after_backward(f: Facts) -> Finding | None:
         several = len(groups) > 1
         return Finding(
             "computed-once",
-            f"{', '.join(f'`{n}`' for n in groups)} {'were' if several else 'was'} made once and kept: "
-            f"{f.freer.words()} freed {'their' if several else 'its'} buffers in optimizer step {f.freer.step}, "
-            f"and the loss of optimizer step {f.failed.step} uses {'them' if several else 'it'} again.",
-            evidence=[f"Made once: {carried_words}; the same code has not made {'them' if several else 'it'} "
-                      "again since."],
+            f"{', '.join(f'`{n}`' for n in groups)} {'keep' if several else 'keeps'} a value made in an earlier "
+            f"step: {f.freer.words()} freed its buffers in optimizer step {f.freer.step}, and the loss of "
+            f"optimizer step {f.failed.step} uses it again.",
+            evidence=[f"Kept: {carried_words}; no later step made it again from it."],
             options=opts, confidence="depends", culprit=list(groups)[0], culprits=list(groups),
-            how_to_tell="Should each step's loss train what computes it?")
+            how_to_tell="Should each step's loss use the entries earlier steps added?"
+            if any(o.kind == "reset-per-episode" for o in opts) else "Should each step's loss train what computes it?")
     # two different backward lines: a later loss reuses part an earlier loss's backward freed
     opts = []
     unsafe = _stepped_old(f)
@@ -922,12 +925,28 @@ def _cache_entry(f: Facts, path: str, made: Site) -> list | None:
     clear the container after each backward (every step computes it again), or store it detached."""
     m = re.fullmatch(r"(?P<base>[A-Za-z_][\w.]*)\[[^\[\]]+\]", path)
     box = _resolve(f.ns, m.group("base")) if m else None
+    end = _statement_end(f.freer.site)
+    whole = _resolve(f.ns, path)
+    if not isinstance(box, (dict, list)) and isinstance(whole, (dict, list)):
+        # the container itself keeps values of earlier steps (a list of log-probabilities, a dict of states)
+        here = f.freer.site.file == made.file
+        return [Option("if each step's loss should use only what that step adds (an episode's log-probabilities "
+                       "or rewards)",
+                       f"Start it again after each backward: add `{path}.clear()` after {f.freer.site.short()}.",
+                       "Each backward runs through its own step's entries only; the earlier ones were used by "
+                       "their own backward.",
+                       (Edit(f.freer.site.file, end + 1, (_indent(f.freer.site) + f"{path}.clear()",), insert=True),)
+                       if here else (), kind="reset-per-episode"),
+                Option("if the loss should also use the earlier entries, as constants (a memory of past values)",
+                       f"Keep them detached: add `{detach_snippet(path, whole)}` after {f.freer.site.short()}.",
+                       "The earlier entries keep their values and train nothing; memory stays flat.",
+                       (Edit(f.freer.site.file, end + 1, (_indent(f.freer.site) + detach_snippet(path, whole),),
+                             insert=True),) if here else (), kind="detach-carried")]
     if not isinstance(box, (dict, list)):
         return None
     import linecache
 
     base, obj = m.group("base"), _resolve(f.ns, path)
-    end = _statement_end(f.freer.site)
     opts = [Option(f"if what computes `{path}` should be trained by every step's loss",
                    f"Do not keep it from one step to the next: add `{base}.clear()` after {f.freer.site.short()}, "
                    "so that every step computes it again.",
