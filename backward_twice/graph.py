@@ -16,7 +16,7 @@ import contextlib
 import dataclasses
 
 from . import render
-from .modules import focus_nodes, grouped_picture, recording_covering
+from .modules import drill_from, focus_next_line, grouped_picture, module_focus, recording_covering, recording_of
 from .picture import cap as capping
 from .picture import repeats
 from .picture.alt_text import alt_of, call_of, pair_alt
@@ -53,6 +53,21 @@ class GraphPicture(Picture):
         self.folded = folded if grouping is not None and folded is not None else None
         super().__init__(render.to_dot(snap, title, highlight, grouping=grouping), text, simpler=simpler,
                          alt=alt_of(self.snapshot, title))
+        self.drill = None       # a recorded model: the module path to focus next (modules.next_focus)
+        self.focused = False    # drawn with focus= a module path: where to go next is always said
+
+    @property
+    def text(self) -> str:
+        """Picture's text; for a recorded model drawn with a module focus, or simplified to read (one
+        box per call, fewer nodes), a last line says which module path to focus next."""
+        words = Picture.text.fget(self)
+        if self.drill and (self.focused or self.simplified):
+            words += "\n" + focus_next_line(self.drill)
+        return words
+
+    @text.setter
+    def text(self, value: str) -> None:
+        self._text = value
 
 
 class ComparePicture(Picture):
@@ -250,24 +265,21 @@ def draw(*roots, names=None, title=None, max_nodes=300, modules=None, focus=None
             or (isinstance(expand, (list, tuple)) and all(isinstance(e, str) for e in expand))):
         raise GraphInputError(f"expand= takes True (every op) or module paths such as ['cat'], "
                               f"not {type(expand).__name__} {expand!r}.")
-    if isinstance(focus, str) and modules is None:     # a module path: of the model that made the roots
-        rec = recording_covering(roots)
-        if rec is None:
-            raise GraphInputError(f"focus={focus!r} names a module path: draw it with modules=model, the model "
-                                  "whose forward ran under record_modules(model).")
-        focus = focus_nodes(roots, rec, focus)
-    options = DrawOptions(max_nodes=max_nodes, focus=focus, hide_params=hide_params)
+    options = draw_options(roots, focus, max_nodes, hide_params, modules)
     if modules is not None:
         return grouped_picture(roots, names=names, title=title, max_nodes=max_nodes, modules=modules,
-                               expand=expand, focus=focus, options=options)
+                               expand=expand, focus=options.focus, options=options)
     names = with_parameter_names(roots, names)
-    snap = snapshot(*roots, names=names, options=options)
+    snap, ids = snapshot_with_ids(*roots, names=names, options=options)
+    drill = None if options.within is None else drill_from(snap, ids, options.within)
+    del ids
 
     def simpler():      # fewer nodes, until the picture fits at notebook width (each says so)
         rec = recording_covering(roots) if focus is None else None
         if rec is not None and len(rec.calls) > 1:   # a recorded model with parts: a box per call, if that fits
             by_module = grouped_picture(roots, names=names, title=_by_module_title(title), max_nodes=max_nodes,
                                         modules=rec, options=options)
+            pic.drill = by_module.drill
             _ = by_module.svg
             if not by_module.simplified:
                 yield by_module.dot
@@ -275,7 +287,24 @@ def draw(*roots, names=None, title=None, max_nodes=300, modules=None, focus=None
             small = snapshot(*roots, names=names, options=dataclasses.replace(options, max_nodes=cap))
             yield GraphPicture(small, render.cut_title(title, cap)).dot
 
-    return GraphPicture(snap, title, simpler=simpler)
+    pic = GraphPicture(snap, title, simpler=simpler)
+    pic.drill, pic.focused = drill, options.within is not None
+    return pic
+
+
+def draw_options(roots, focus, max_nodes, hide_params, modules=None) -> DrawOptions:
+    """The DrawOptions of draw() and watch(). A module path as focus ('h.3.attn', or 'model.h.3.attn',
+    of the model that made the roots, recorded with record_modules; or of `modules`) becomes the nodes
+    that carry its calls' outputs, and its scope (DrawOptions.within): the walk draws the ops made
+    inside the module, what comes into it from outside counted in one box (Snapshot.outside)."""
+    within = None
+    if isinstance(focus, str):
+        rec = recording_of(modules) if modules is not None else recording_covering(roots)
+        if rec is None:
+            raise GraphInputError(f"focus={focus!r} names a module path: draw it with modules=model, the model "
+                                  "whose forward ran under record_modules(model).")
+        focus, within = module_focus(roots, rec, focus)
+    return DrawOptions(max_nodes=max_nodes, focus=focus, hide_params=hide_params, within=within)
 
 
 SIMPLEST_CAP = render.SIMPLEST_CAP
@@ -368,7 +397,7 @@ class Watch:
 
     def __init__(self, roots, names, max_nodes, label, focus=None, hide_params=False):
         self.roots, self.names, self.max_nodes, self.focus = roots, names, max_nodes, focus
-        self.options = DrawOptions(max_nodes=max_nodes, focus=focus, hide_params=hide_params)
+        self.options = draw_options(roots, focus, max_nodes, hide_params)
         self.label = label
         self.before = snapshot(*roots, names=names, options=self.options)
         self.after = None
@@ -390,11 +419,16 @@ class Watch:
         if self.trace is not None:
             ran, text = ran_marks(self.trace, ids, self.after)
             self.trace = None        # holds the nodes: keep it no longer than needed
+        within = self.options.within
+        drill = None if within is None else drill_from(self.after, ids, within)
         self.picture = ComparePicture(self.before, self.after, (before, after), ran=ran, ran_text=text)
-        rec = recording_covering(self.roots) if self.focus is None else None
+        if drill is not None:
+            self.picture.text = f"{self.picture._text}\n{focus_next_line(drill)}"
+        rec = recording_covering(self.roots) if self.focus is None else None if within is None else within.rec
         if rec is not None and len(rec.calls) > 1:   # a model with parts: after views may draw a box per call
-            roots, names = self.roots, self.names
-            self.picture.by_module = lambda title: grouped_picture(roots, names=names, title=title, modules=rec)
+            roots, names, options = self.roots, self.names, self.options   # (a module focused on: its calls)
+            self.picture.by_module = lambda title: grouped_picture(roots, names=names, title=title, modules=rec,
+                                                                   focus=options.focus, options=options)
 
     def after_view(self, spotlight=None, note=None) -> Picture:
         """The 'after' picture with the changes marked, unchanged boxes faded (ComparePicture.after_view)."""

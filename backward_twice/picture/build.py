@@ -32,6 +32,7 @@ def scene_of(snap: Snapshot, title=None, highlight=(), marks: Marks = NO_MARKS, 
         module_clusters.group(scene, grouping)
     cap.add_more_box(scene, snap)
     focus.add_above_box(scene, snap)
+    focus.add_outside_box(scene, snap)
     step_colours.thicken(scene, marks)
     if grouping is not None:
         module_clusters.order_only(scene, grouping)

@@ -46,6 +46,8 @@ def features(snaps, marks: Marks, grouping=None) -> list[str]:
         present.append("more")
     if any(snap.above is not None for snap in snaps):
         present.append("above")
+    if any(snap.outside is not None for snap in snaps):
+        present.append("outside")
     return present
 
 

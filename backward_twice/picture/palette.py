@@ -82,6 +82,7 @@ LEGEND = {
     "repeat": (swatch(CALL_FILL, colour=CLUSTER, style="dashed", border=1), "xN: N blocks like this one, folded"),
     "more": (swatch(colour=CLUSTER, style="dashed", border=1), "nodes beyond max_nodes, counted"),
     "above": (swatch(colour=CLUSTER, style="dashed", border=1), "nodes from the focus to the roots, counted"),
+    "outside": (swatch(colour=CLUSTER, style="dashed", border=1), "input from outside the module, counted"),
     "region": (swatch(colour=CLUSTER, style="dashed", border=1), "unchanged nodes, counted, not drawn"),
 }
 

@@ -1,0 +1,140 @@
+"""Drill-down (issue 28 §1): focus= a module path draws THE MODULE, the ops made inside its calls, what
+comes into it from outside cut at its boundary into one counted box, what lies above it in another;
+its text says which path to focus on next."""
+import dataclasses
+from collections import Counter
+
+import pytest
+import torch
+
+import backward_twice as bt
+from backward_twice.modules import recording_of
+from backward_twice.picture.layout import fits
+from backward_twice.snapshot import GraphInputError, Role
+from tests import model_zoo as zoo
+
+
+def small_gpt2(layers=4):
+    """GPT-2's shape at toy size, on the CPU (real numbers: backward runs, saved tensors are freed)."""
+    torch.manual_seed(0)
+    model = zoo.GPT2(vocab=64, ctx=16, d=16, layers=layers, heads=2)
+    idx = torch.randint(0, 64, (2, 8))
+    logits = zoo._run(model, lambda: model(idx))
+    loss = torch.nn.functional.cross_entropy(logits.view(-1, 64), idx.view(-1))
+    return model, loss
+
+
+def every_node(loss):
+    return nodes_under([loss.grad_fn])
+
+
+def nodes_under(starts):
+    seen, stack = set(), list(starts)
+    while stack:
+        fn = stack.pop()
+        if fn not in seen:
+            seen.add(fn)
+            stack.extend(n for n, _ in fn.next_functions if n is not None)
+    return seen
+
+
+def made_inside(loss, model, path):
+    """The ops the calls of `path` (and of the modules inside it) made, found here by walking the graph."""
+    rec = recording_of(model)
+    return [fn for fn in every_node(loss) if (c := rec.owner(fn)) is not None
+            and (c.path == path or c.path.startswith(path + "."))]
+
+
+def leaves(snap):
+    return {t.name for t in snap.tensors.values() if t.role is Role.LEAF}
+
+
+def test_focus_on_a_module_path_draws_exactly_the_ops_made_inside_it():
+    model, loss = small_gpt2()
+    inside = made_inside(loss, model, "h.2.attn")
+    pic = bt.draw(loss, focus="h.2.attn")
+    snap = pic.snapshot
+    assert len(inside) > 8
+    assert Counter(op.name for op in snap.ops.values()) == Counter(fn.name() for fn in inside)
+    assert leaves(snap) == {"h.2.attn.c_attn.weight", "h.2.attn.c_attn.bias",
+                            "h.2.attn.c_proj.weight", "h.2.attn.c_proj.bias"}     # its parameters, by name
+    # no op of another module: h.2.ln_1, whose output comes in, is the boundary box
+    out = snap.outside
+    assert out.sources == ("h.2.ln_1 (LayerNorm)",) and out.inputs == 1 and out.scope == "h.2.attn"
+    # the boundary: the inputs of those ops made outside it (leaves aside), and every node under them
+    crossing = {n for fn in inside for n, _ in fn.next_functions
+                if n is not None and n not in set(inside) and type(n).__name__ != "AccumulateGrad"}
+    assert out.inputs == len(crossing) and out.before == len(nodes_under(crossing)) - len(crossing)
+    # nothing drawn twice, nothing dropped: drawn + the box below + the box above = the whole graph
+    drawn = len(snap.ops) + snap.leaf_count
+    assert drawn + out.inputs + out.before + snap.above.between + snap.above.beside == len(every_node(loss))
+    assert sorted(snap.ops[i].name for i in out.into) == sorted(
+        fn.name() for fn in inside if any(n in crossing for n, _ in fn.next_functions))
+    assert "input from h.2.ln_1 (LayerNorm), and" in pic.dot and "outside h.2.attn: not drawn here" in pic.dot
+    assert pic.text.splitlines()[0].startswith("focus on h.2.attn: NOT DRAWN: ")
+    into = ", ".join(out.into)
+    assert pic.text.splitlines()[1].startswith(f"inside h.2.attn: NOT DRAWN: input from h.2.ln_1 (LayerNorm), and "
+                                               f"{out.before} nodes before it, into {into} (")
+    assert pic.text.splitlines()[-1].startswith("focus next: h.2.attn.c_attn (the call inside that saved the most")
+
+
+def test_the_model_name_may_lead_the_path_and_a_wrong_path_names_close_ones():
+    model, loss = small_gpt2()
+    plain = bt.draw(loss, focus="h.2.attn")
+    for spelling in ("model.h.2.attn", "gpt.h.2.attn"):        # whatever the model's variable is called
+        assert bt.draw(loss, focus=spelling).text == plain.text
+    with pytest.raises(GraphInputError) as err:
+        bt.draw(loss, focus="model.h.2.atn")
+    words = str(err.value)
+    assert "Did you mean 'h.2.attn'" in words and "'model.h." in words       # close paths, both spellings
+    assert "The recorded calls: h.0, h.0.attn, h.0.attn.c_attn" in words
+    with pytest.raises(GraphInputError, match="focus='heads.b': 'heads.b' is a module of the model, but no call"):
+        torch.manual_seed(0)
+        net = torch.nn.ModuleDict({"trunk": torch.nn.Linear(3, 3), "heads": torch.nn.ModuleDict(
+            {"a": torch.nn.Linear(3, 1), "b": torch.nn.Linear(3, 1)})})
+        with bt.record_modules(net):
+            y = net["heads"]["a"](net["trunk"](torch.ones(1, 3))).sum()     # head b never runs
+        bt.draw(y, focus="heads.b")
+
+
+def test_module_focus_composes_with_max_nodes_and_hide_params():
+    model, loss = small_gpt2()
+    inside = made_inside(loss, model, "h.1")          # a whole block: ln_1, attn, ln_2, mlp and its own adds
+    whole = bt.draw(loss, focus="h.1").snapshot
+    assert len(whole.ops) == len(inside) and whole.outside.sources == ("h.0 (GPT2Block)",)
+    params = leaves(whole)
+    for cap in (1, 5, 12):
+        snap = bt.draw(loss, focus="h.1", max_nodes=cap).snapshot
+        assert len(snap.ops) + snap.leaf_count == cap           # the cap holds, counting the boxes drawn
+        # beyond the cap: only what is inside the module (the outside is the boundary box's)
+        assert snap.hidden_count == len(inside) + len(params) - cap
+        assert snap.above == whole.above and set(snap.outside.into) <= set(snap.ops)
+        assert dataclasses.replace(snap.outside, into=()) == dataclasses.replace(whole.outside, into=())
+    hidden = bt.draw(loss, focus="h.1", hide_params=True, max_nodes=12).snapshot
+    assert leaves(hidden) == set() and set(hidden.params_hidden) <= params and len(hidden.ops) == 12
+    assert bt.draw(loss, focus="h.1", hide_params=True).snapshot.params_hidden.__len__() == len(params)
+
+
+def test_watch_with_a_module_focus_draws_the_module_before_and_after():
+    model, loss = small_gpt2()
+    inside = made_inside(loss, model, "h.3.mlp")
+    with bt.watch(loss, focus="h.3.mlp") as w:
+        loss.backward()
+    for snap in (w.before, w.after):
+        assert len(snap.ops) == len(inside) and snap.outside.sources == ("h.3.ln_2 (LayerNorm)",)
+    assert w.after.freed_since(w.before)                     # what backward freed inside the module
+    assert any(line.startswith("focus next: h.3.mlp.") for line in repr(w).splitlines())
+    view = w.after_view()
+    assert "input from h.3.ln_2" in view.dot and fits(view.svg)
+
+
+def test_module_focus_with_modules_draws_its_children_as_boxes():
+    model, loss = small_gpt2()
+    pic = bt.draw(loss, modules=model, focus="h.2.attn")
+    table = pic.text.splitlines()
+    assert table[1].startswith("h.2.attn: CausalSelfAttention:")          # the module focused on is outermost
+    assert table[2].startswith("  h.2.attn.c_attn: Linear:") and "h.2: GPT2Block" not in pic.text
+    overview = pic.overview(False)
+    assert "h.2.attn.c_attn: Linear" in overview or "c_attn: Linear" in overview
+    assert "input from h.2.ln_1" in overview
+    assert pic.text.splitlines()[-1].startswith("focus next: h.2.attn.c_attn")
