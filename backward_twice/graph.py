@@ -26,6 +26,7 @@ from .picture.layout import (  # noqa: F401
     MIN_TEXT_PX,
     OUTPUT_PX,
     READABLE_WIDTH_PT,
+    fits,
     shown_px,
     smallest_text_px,
     svg_width_pt,
@@ -42,7 +43,10 @@ class GraphPicture(Picture):
     (backward_twice.picture.repeats), and the text form's last line says so. simpler: as for Picture."""
 
     def __init__(self, snap: Snapshot, title: str | None = None, highlight=(),
-                 grouping: render.Grouping | None = None, text: str | None = None, simpler=None):
+                 grouping: render.Grouping | None = None, text: str | None = None, simpler=None,
+                 compact: bool = False):
+        """compact: when the picture does not fit, first try it compact (Marks.compact: a module drawn
+        by path: each chain of ops that saved no tensor one box, parameters on one line)."""
         self.snapshot = snap
         head = f"{title}\n" if title else ""
         text = head + (describe(snap) if text is None else text)
@@ -53,6 +57,9 @@ class GraphPicture(Picture):
         self.folded = folded if grouping is not None and folded is not None else None
         super().__init__(render.to_dot(snap, title, highlight, grouping=grouping), text, simpler=simpler,
                          alt=alt_of(self.snapshot, title))
+        self._compact = None if not compact else (
+            lambda: render.to_dot(snap, title, highlight, grouping=grouping, marks=render.Marks(compact=True)))
+        self.compact = False    # drawn compact (Marks.compact)
         self.drill = None       # a recorded model: the module path to focus next (modules.next_focus)
         self.focused = False    # drawn with focus= a module path: where to go next is always said
 
@@ -61,6 +68,9 @@ class GraphPicture(Picture):
         """Picture's text; for a recorded model drawn with a module focus, or simplified to read (one
         box per call, fewer nodes), a last line says which module path to focus next."""
         words = Picture.text.fget(self)
+        if self.compact:
+            words += ("\npicture: compact, to read at notebook width: each chain of ops that saved no tensor is "
+                      "drawn as one box naming its ops, settings are left out (the lines above list each op)")
         if self.drill and (self.focused or self.simplified):
             words += "\n" + focus_next_line(self.drill)
         return words
@@ -68,6 +78,16 @@ class GraphPicture(Picture):
     @text.setter
     def text(self, value: str) -> None:
         self._text = value
+
+    def _drawn_svg(self) -> str:
+        """Picture's; when it does not fit and compact= was asked, the picture compact, if that one fits."""
+        svg = Picture._drawn_svg(self)
+        if self._compact is not None and not fits(svg):
+            dot = self._compact()
+            other = render.svg_from_dot(dot)
+            if fits(other):
+                self.dot, svg, self.compact = dot, other, True
+        return svg
 
 
 class ComparePicture(Picture):
@@ -275,10 +295,11 @@ def draw(*roots, names=None, title=None, max_nodes=300, modules=None, focus=None
     del ids
 
     def simpler():      # fewer nodes, until the picture fits at notebook width (each says so)
-        rec = recording_covering(roots) if focus is None else None
-        if rec is not None and len(rec.calls) > 1:   # a recorded model with parts: a box per call, if that fits
-            by_module = grouped_picture(roots, names=names, title=_by_module_title(title), max_nodes=max_nodes,
-                                        modules=rec, options=options)
+        # a recorded model with parts (or a module drawn by path: its calls), a box per call, if that fits
+        rec = recording_covering(roots) if focus is None else None if options.within is None else options.within.rec
+        if rec is not None and len(rec.calls) > 1:
+            by_module = grouped_picture(roots, names=names, title=_by_module_title(title, options.within),
+                                        max_nodes=max_nodes, modules=rec, focus=options.focus, options=options)
             pic.drill = by_module.drill
             _ = by_module.svg
             if not by_module.simplified:
@@ -287,7 +308,7 @@ def draw(*roots, names=None, title=None, max_nodes=300, modules=None, focus=None
             small = snapshot(*roots, names=names, options=dataclasses.replace(options, max_nodes=cap))
             yield GraphPicture(small, render.cut_title(title, cap)).dot
 
-    pic = GraphPicture(snap, title, simpler=simpler)
+    pic = GraphPicture(snap, title, simpler=simpler, compact=options.within is not None)
     pic.drill, pic.focused = drill, options.within is not None
     return pic
 
@@ -321,8 +342,10 @@ def with_parameter_names(roots, names):
     return {**{n: p for n, p in rec.model.named_parameters() if id(p) not in taken and n not in given}, **given}
 
 
-def _by_module_title(title) -> str:
+def _by_module_title(title, within=None) -> str:
     note = "by module call, to read at notebook width (modules=model draws it; print(pic) lists every op)"
+    if within is not None:      # a module drawn by path: the calls inside it as boxes
+        note = f"{within.path} by module call, to read at notebook width (print(pic) lists every op)"
     return f"{title}: {note}" if title else note
 
 

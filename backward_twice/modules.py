@@ -490,7 +490,7 @@ def collapse(snap: Snapshot, groups: dict, max_nodes: int, keep_first: bool = Tr
     small = dataclasses.replace(
         snap, ops={k: v for k, v in snap.ops.items() if k not in gone},
         tensors={k: v for k, v in snap.tensors.items() if k not in gone}, edges=edges,
-        cut_at=[c for c in snap.cut_at if c not in gone])
+        cut_at=[c for c in snap.cut_at if c not in gone], **_focus_boxes_into(snap, gone))
     return small, boxes, box_edges, parents, done
 
 
@@ -534,7 +534,7 @@ def grouped_picture(roots, names=None, title=None, max_nodes=300, modules=None, 
         if (stack, compact) not in made:
             made[stack, compact] = overview_dot(full, groups, base, param_names, title,
                                                 () if expand is None else expand, stack=stack, known=known,
-                                                compact=compact)
+                                                compact=compact, module_focus=focus_path is not None)
         return made[stack, compact]
 
     if expand not in (None, True):
@@ -549,6 +549,17 @@ def grouped_picture(roots, names=None, title=None, max_nodes=300, modules=None, 
     pic.focused = focus_path is not None
     pic.held_to_rule = expand is None    # expand= asks for one picture: drawn as asked, however large
     return pic
+
+
+def _focus_boxes_into(snap: Snapshot, gone: dict) -> dict:
+    """The focus= boxes of `snap` (above it, outside a module focused on) with their edges to nodes
+    folded into a box (a module call, a run of blocks) drawn to that box instead."""
+    out = {}
+    for field in ("above", "outside"):
+        box = getattr(snap, field)
+        if box is not None:
+            out[field] = dataclasses.replace(box, into=tuple(dict.fromkeys(gone.get(i, i) for i in box.into)))
+    return out
 
 
 @dataclass
@@ -608,7 +619,7 @@ COMPACT_HINT = "module call as one box: its totals (print(pic) lists each layer)
 
 
 def overview_dot(full: Snapshot, groups: dict, drawn: Collapsed, param_names: dict, title=None,
-                 expand=(), stack: bool = False, known=None, compact: bool = False) -> str:
+                 expand=(), stack: bool = False, known=None, compact: bool = False, module_focus: bool = False) -> str:
     """DOT of the overview: the calls just inside the model's call (or, when the model itself
     was not called once, each outermost call) drawn as one box each, except the calls whose
     paths are in `expand`, drawn op by op in a cluster; ops made outside every call (a loss)
@@ -664,7 +675,7 @@ def overview_dot(full: Snapshot, groups: dict, drawn: Collapsed, param_names: di
     small = dataclasses.replace(
         snap, ops={k: v for k, v in snap.ops.items() if k not in gone},
         tensors={k: v for k, v in snap.tensors.items() if k not in gone}, edges=edges,
-        cut_at=[c for c in snap.cut_at if c not in gone])
+        cut_at=[c for c in snap.cut_at if c not in gone], **_focus_boxes_into(snap, gone))
     clusters = {k: (groups[k].call.parent, _cluster_label(full, groups, k))
                 for k in sorted(groups, key=lambda k: groups[k].call.start)
                 if (depth[k] < level) or k in opened}
@@ -697,8 +708,8 @@ def overview_dot(full: Snapshot, groups: dict, drawn: Collapsed, param_names: di
     grouping.invisible = [(a, t) for a in sorted(feeding) for t in params]
     if stack:       # branches side by side (heads of one trunk, their losses) one below the other
         grouping.invisible += _fan_out_pairs(small, box_edges)
-    return render.to_dot(small, title, grouping=grouping,
-                         marks=render.Marks(legend=extra + ((render.CLUSTER, COMPACT_HINT if compact else OVERVIEW_HINT),)))
+    return render.to_dot(small, title, grouping=grouping, marks=render.Marks(
+        legend=extra + ((render.CLUSTER, COMPACT_HINT if compact else OVERVIEW_HINT),), compact=module_focus))
 
 
 def _fan_out_pairs(small: Snapshot, box_edges: list) -> list:

@@ -2,6 +2,7 @@
 comes into it from outside cut at its boundary into one counted box, what lies above it in another;
 its text says which path to focus on next."""
 import dataclasses
+import re
 from collections import Counter
 
 import pytest
@@ -70,7 +71,8 @@ def test_focus_on_a_module_path_draws_exactly_the_ops_made_inside_it():
     assert drawn + out.inputs + out.before + snap.above.between + snap.above.beside == len(every_node(loss))
     assert sorted(snap.ops[i].name for i in out.into) == sorted(
         fn.name() for fn in inside if any(n in crossing for n, _ in fn.next_functions))
-    assert "input from h.2.ln_1 (LayerNorm), and" in pic.dot and "outside h.2.attn: not drawn here" in pic.dot
+    assert f"input from h.2.ln_1 (LayerNorm), and {out.before} nodes before it, not drawn" in pic.dot
+    assert all(f"\toutside -> {i} [style=dotted]" in pic.dot for i in out.into)     # the box feeds those ops
     assert pic.text.splitlines()[0].startswith("focus on h.2.attn: NOT DRAWN: ")
     into = ", ".join(out.into)
     assert pic.text.splitlines()[1].startswith(f"inside h.2.attn: NOT DRAWN: input from h.2.ln_1 (LayerNorm), and "
@@ -138,3 +140,44 @@ def test_module_focus_with_modules_draws_its_children_as_boxes():
     assert "h.2.attn.c_attn: Linear" in overview or "c_attn: Linear" in overview
     assert "input from h.2.ln_1" in overview
     assert pic.text.splitlines()[-1].startswith("focus next: h.2.attn.c_attn")
+
+
+def test_chains_of_ops_that_saved_no_tensor_fold_into_one_box_or_the_last_line_of_the_op_before():
+    """picture/chains.py (Marks.compact): a run of ops that saved no tensor is one dashed box naming
+    them, or, when it is the one use of the op before it, that op's last line; the edges go round
+    them; the text form still lists every op."""
+    from backward_twice import render
+    from backward_twice.picture.marks import Marks
+    from backward_twice.walk import snapshot
+    a = torch.randn(2, 3, requires_grad=True)
+    y = (a.view(3, 2).transpose(0, 1) * 2).exp().reshape(6).sum()
+    snap = snapshot(y, names={"a": a, "y": y})
+    ids = {op.name: i for i, op in snap.ops.items()}
+    plain, folded = render.to_dot(snap), render.to_dot(snap, marks=Marks(compact=True))
+    view, exp, total = ids["ViewBackward0"], ids["ExpBackward0"], ids["SumBackward0"]
+    assert f"chain_{view} [label=" in folded and "View \u2192 Transpose" in folded   # leaf a -> View -> Transpose
+    assert "then Clone \u2192 UnsafeView<I> (no tensor saved)" in folded                # Exp's one use, a line of its box
+    edges = set(re.findall(r"\t(\w+) -> (\w+)", folded))
+    assert {("leaf1", f"chain_{view}"), (f"chain_{view}", ids["MulBackward0"]), (exp, total)} <= edges
+    assert not any(i in edges_of(folded) for i in (ids["TransposeBackward0"], ids["CloneBackward0"]))
+    assert f"\t{view} [label=" in plain and "chain_" not in plain and "then " not in plain   # only when asked
+    assert "A \u2192 B: ops in a chain, none saved a tensor" in folded                       # the legend says it
+
+
+def edges_of(dot):
+    return {n for e in re.findall(r"\t(\w+) -> (\w+)", dot) for n in e}
+
+
+def test_gpt2_attention_reads_at_notebook_width_without_fewer_nodes():
+    """issue 28 §1: draw(loss, focus='h.3.attn') on GPT-2 small (full size, meta device) draws the
+    module, 35 ops, at 860 px: text at least 11 px, at most 900 px tall, and no node left out (no
+    'drawn up to N nodes' picture): its two Linear calls as boxes, the chains of views as lines."""
+    case = zoo.gpt2()
+    pic = bt.draw(case.loss, focus="model.h.3.attn", names=case.names)
+    svg = pic.svg
+    assert fits(svg) and pic.simplified in (0, 1)                  # the op-by-op picture or the module's calls
+    assert "more nodes not drawn" not in pic.dot and "nearest the output" not in pic.dot
+    assert len(pic.snapshot.ops) == len(made_inside(case.loss, case.model, "h.3.attn")) == 35
+    assert "h.3.attn.c_attn: Linear" in pic.dot and "h.3.attn.c_proj: Linear" in pic.dot
+    assert pic.dot.count("BmmBackward0") == 2 and "SafeSoftmaxBackward0" in pic.dot
+    assert "input from h.3.ln_1 (LayerNorm), and 187 nodes before it, not drawn" in pic.dot
