@@ -261,8 +261,12 @@ def draw(*roots, names=None, title=None, max_nodes=300, modules=None, focus=None
     focus: a tensor the roots were computed from (or a list of them): only the part of the
         graph under it (what feeds it) is drawn; what lies between it and the roots is one
         box, "14 nodes from h to loss", and the text form says what it left out. A module path
-        ('h.3.attn', of a model recorded with record_modules) focuses on that module's outputs; a
-        module picture too large to draw whole says which path to focus on next.
+        ('h.3.attn', or 'model.h.3.attn', of a model recorded with record_modules) draws that module:
+        the ops its calls made and the parameters they use; what comes into it from outside is one
+        box ("input from h.3.ln_1 (LayerNorm), and 187 nodes before it"), what lies above it another.
+        Too large to read, it is drawn compact (each chain of ops that saved no tensor one box), then
+        its calls as boxes. Its text, and that of a module picture too large to draw whole, ends
+        with the path to focus on next ("focus next: h.3.attn.c_attn": the call that saved the most).
     expand (with modules=): True draws every op, in module clusters, however wide; a list of
         module paths (['cat']) draws the one-box-per-call picture with those calls op by op
         (expand= draws as asked, however large: the one picture not held to the 11 px rule).

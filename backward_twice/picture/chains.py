@@ -1,8 +1,10 @@
 """Chains of ops that saved no tensor (a module's views, transposes, scalar products between the ops
 that hold memory: GPT-2's attention is 35 ops, 9 of which save tensors) drawn as one box each, which
-names its ops in order: 'View → Transpose → Expand → View' (dashed: the legend says what it is). A picture of a
-module drawn by path (focus='h.3.attn') that does not fit op by op is drawn so, compact (Marks.compact:
-its ops' settings, such as 'dim = -1', are left out too); the text form keeps every op and setting."""
+names its ops in order: 'View → Transpose → Expand → View' (dashed: the legend says what it is), or,
+when it is the one use of the op before it, after that op's name: 'BmmBackward0  then UnsafeView →
+Add (no tensor saved)'. A module drawn by path (focus='h.3.attn') that does not fit op by op is drawn
+so, compact (Marks.compact: its ops' settings, such as 'dim = -1', are left out too); the text form
+keeps every op and setting."""
 from __future__ import annotations
 
 import re
@@ -13,13 +15,14 @@ from .scene import Box, Cell, Edge, Scene, Span, Table
 
 MIN_CHAIN = 2       # a lone op keeps its own box (unless it is a line of the box before it)
 PER_LINE = 4        # op names on one line of a chain's box
-THEN_PER_LINE = 5   # on one line of the box a chain is the last line of (in small type: it is as wide)
+THEN_PER_LINE = 5   # on one line after the name of the op a chain is the one use of
 
 
 def fold(scene: Scene, snap: Snapshot) -> int:
     """Fold every chain of op boxes that saved no tensor and named no tensor, each but the first fed
-    only by the one before it, each but the last feeding only the next: into the last line of the
-    op box before it when the chain is that op's one use ('then View → Split (no tensor saved)'),
+    only by the one before it, each but the last feeding only the next: into the first line of the
+    op box before it when the chain is that op's one use ('AddmmBackward0  then View → Split (no
+    tensor saved)'),
     else, MIN_CHAIN ops or more, into one box (id 'chain_<first op id>'). Returns how many ops
     were folded."""
     ins: dict[str, list[Edge]] = {}
@@ -63,8 +66,8 @@ def fold(scene: Scene, snap: Snapshot) -> int:
         pred_box = scene.boxes.get(pred) if pred is not None else None
         names = [snap.ops[b].name for b in chain]
         if pred_box is not None and pred_box.kind == "op" and len(outs.get(pred, [])) == 1:
-            # what its one user does next, as the last line of its box: no rank of its own
-            pred_box.table.rows.append([Cell(_then(names), size=10, align="LEFT")])
+            # what its one user does next, beside its name: no rank, no line of its own
+            pred_box.table.rows[0][0].spans += _then(names)
             cid = pred
         elif len(chain) >= MIN_CHAIN:
             cid = f"chain_{chain[0]}"
@@ -91,8 +94,9 @@ def fold(scene: Scene, snap: Snapshot) -> int:
 
 
 def _then(names: list[str]) -> list[Span]:
-    """'then View → Split (no tensor saved)', on lines of THEN_PER_LINE ops."""
-    return [*_arrows(names, "then ", THEN_PER_LINE), Span(" (no tensor saved)", italic=True), Span(br=True)]
+    """'then View → Split (no tensor saved)', small, after an op's name, on lines of THEN_PER_LINE ops."""
+    spans = _arrows(names, "  then ", THEN_PER_LINE) + [Span(" (no tensor saved)", italic=True)]
+    return [Span(s.text, size=10, italic=s.italic, br=s.br, br_align=s.br_align) for s in spans]
 
 
 def _arrows(names: list[str], first: str = "", per_line: int = PER_LINE) -> list[Span]:
