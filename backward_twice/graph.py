@@ -16,7 +16,7 @@ import contextlib
 import dataclasses
 
 from . import render
-from .modules import drill_from, focus_next_line, grouped_picture, module_focus, recording_covering, recording_of
+from .modules import drill_from, grouped_picture, module_focus, recording_covering, recording_of, with_focus_next
 from .picture import cap as capping
 from .picture import repeats
 from .picture.alt_text import alt_of, call_of, pair_alt
@@ -72,7 +72,7 @@ class GraphPicture(Picture):
             words += ("\npicture: compact, to read at notebook width: each chain of ops that saved no tensor is "
                       "drawn as one box naming its ops, settings are left out (the lines above list each op)")
         if self.drill and (self.focused or self.simplified):
-            words += "\n" + focus_next_line(self.drill)
+            words = with_focus_next(words, self.drill)
         return words
 
     @text.setter
@@ -450,7 +450,7 @@ class Watch:
         drill = None if within is None else drill_from(self.after, ids, within)
         self.picture = ComparePicture(self.before, self.after, (before, after), ran=ran, ran_text=text)
         if drill is not None:
-            self.picture.text = f"{self.picture._text}\n{focus_next_line(drill)}"
+            self.picture.text = with_focus_next(self.picture._text, drill)
         rec = recording_covering(self.roots) if self.focus is None else None if within is None else within.rec
         if rec is not None and len(rec.calls) > 1:   # a model with parts: after views may draw a box per call
             roots, names, options = self.roots, self.names, self.options   # (a module focused on: its calls)

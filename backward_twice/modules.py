@@ -229,6 +229,9 @@ def recorded_path(rec: ModuleRecording, path: str) -> str:
     GraphInputError that names close paths and every recorded one when it is neither."""
     if not isinstance(path, str):
         raise GraphInputError(f"focus= takes a tensor or a module path (a str), not {type(path).__name__}.")
+    if not path.strip(" ."):
+        raise GraphInputError(f"focus={path!r} names no module: draw(loss) draws the whole model; focus= takes "
+                              "the path of a module inside it, such as 'h.3.attn'.")
     called = {c.path for c in rec.call_by_key.values()}
     known = set(rec.kinds)
     if path in called:
@@ -306,6 +309,16 @@ def focus_next_line(path: str, modules: bool = False) -> str:
     """The text form's line that says which module path to focus next (next_focus's)."""
     how = "modules=model, " if modules else ""
     return f"focus next: {path} (the call inside that saved the most: draw(..., {how}focus={path!r}) draws its ops)"
+
+
+def with_focus_next(words: str, path: str, modules: bool = False) -> str:
+    """A text form with focus_next_line added before its closing 'picture: ...' notes (what the
+    picture drawn simplified stays the last thing said)."""
+    lines = words.split("\n")
+    at = len(lines)
+    while at > 1 and lines[at - 1].startswith("picture: "):
+        at -= 1
+    return "\n".join([*lines[:at], focus_next_line(path, modules), *lines[at:]])
 
 
 def recording_of(modules) -> ModuleRecording:
@@ -904,7 +917,7 @@ class ModulePicture(Picture):
         or fewer nodes are drawn, a last line says which module path to focus next (focus_next_line)."""
         words = Picture.text.fget(self)
         if (self.focused or self.compact or self.simplified) and self.drill:
-            words += "\n" + focus_next_line(self.drill, modules=True)
+            words = with_focus_next(words, self.drill, modules=True)
         return words
 
     @text.setter

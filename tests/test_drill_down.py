@@ -46,6 +46,14 @@ def made_inside(loss, model, path):
             and (c.path == path or c.path.startswith(path + "."))]
 
 
+def focus_next(text):
+    """The text form's one 'focus next' line; only notes on what the picture simplified come after it."""
+    lines = text.splitlines()
+    at = [i for i, line in enumerate(lines) if line.startswith("focus next: ")]
+    assert len(at) == 1 and all(line.startswith("picture: ") for line in lines[at[0] + 1:]), text[-600:]
+    return lines[at[0]]
+
+
 def leaves(snap):
     return {t.name for t in snap.tensors.values() if t.role is Role.LEAF}
 
@@ -77,7 +85,8 @@ def test_focus_on_a_module_path_draws_exactly_the_ops_made_inside_it():
     into = ", ".join(out.into)
     assert pic.text.splitlines()[1].startswith(f"inside h.2.attn: NOT DRAWN: input from h.2.ln_1 (LayerNorm), and "
                                                f"{out.before} nodes before it, into {into} (")
-    assert pic.text.splitlines()[-1].startswith("focus next: h.2.attn.c_attn (the call inside that saved the most")
+    assert focus_next(pic.text) == ("focus next: h.2.attn.c_attn (the call inside that saved the most: "
+                                    "draw(..., focus='h.2.attn.c_attn') draws its ops)")
 
 
 def test_the_model_name_may_lead_the_path_and_a_wrong_path_names_close_ones():
@@ -90,6 +99,8 @@ def test_the_model_name_may_lead_the_path_and_a_wrong_path_names_close_ones():
     words = str(err.value)
     assert "Did you mean 'h.2.attn'" in words and "'model.h." in words       # close paths, both spellings
     assert "The recorded calls: h.0, h.0.attn, h.0.attn.c_attn" in words
+    with pytest.raises(GraphInputError, match="focus='' names no module: draw.loss. draws the whole model"):
+        bt.draw(loss, focus="")
     with pytest.raises(GraphInputError, match="focus='heads.b': 'heads.b' is a module of the model, but no call"):
         torch.manual_seed(0)
         net = torch.nn.ModuleDict({"trunk": torch.nn.Linear(3, 3), "heads": torch.nn.ModuleDict(
@@ -125,7 +136,7 @@ def test_watch_with_a_module_focus_draws_the_module_before_and_after():
     for snap in (w.before, w.after):
         assert len(snap.ops) == len(inside) and snap.outside.sources == ("h.3.ln_2 (LayerNorm)",)
     assert w.after.freed_since(w.before)                     # what backward freed inside the module
-    assert any(line.startswith("focus next: h.3.mlp.") for line in repr(w).splitlines())
+    assert focus_next(repr(w)).startswith("focus next: h.3.mlp.")
     view = w.after_view()
     assert "input from h.3.ln_2" in view.dot and fits(view.svg)
 
@@ -139,7 +150,8 @@ def test_module_focus_with_modules_draws_its_children_as_boxes():
     overview = pic.overview(False)
     assert "h.2.attn.c_attn: Linear" in overview or "c_attn: Linear" in overview
     assert "input from h.2.ln_1" in overview
-    assert pic.text.splitlines()[-1].startswith("focus next: h.2.attn.c_attn")
+    assert focus_next(pic.text).startswith("focus next: h.2.attn.c_attn (the call inside that saved the most: "
+                                           "draw(..., modules=model, focus='h.2.attn.c_attn')")
 
 
 def test_chains_of_ops_that_saved_no_tensor_fold_into_one_box_or_the_last_line_of_the_op_before():

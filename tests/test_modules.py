@@ -404,8 +404,8 @@ def test_a_recorded_models_parameters_carry_their_paths():
 def test_a_module_picture_too_large_to_draw_whole_says_which_path_to_focus_next():
     enc, loss = transformer(6)      # a row per layer is over 900 px tall: each call's totals only
     pic = draw(loss, modules=enc)
-    assert pic.text.endswith("\nfocus next: layers.1 (the call inside that saved the most: "     # a tie: the first
-                             "draw(..., modules=model, focus='layers.1') draws its ops)")
+    assert ("\nfocus next: layers.1 (the call inside that saved the most: "     # a tie: the first
+            "draw(..., modules=model, focus='layers.1') draws its ops)") in pic.text
     assert pic.compact and fits(pic.svg) and "&#215;5 TransformerEncoderLayer" in pic.dot
     torch.manual_seed(0)            # drawn whole, op by op: nothing to say
     net = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
