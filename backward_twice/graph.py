@@ -194,15 +194,41 @@ class ComparePicture(Picture):
                 _ = by_module.svg
                 if not by_module.simplified:
                     titles.append(by_module.text.splitlines()[0])
+                    if by_module.drill and not self.drills_said(view):   # where to look next
+                        view.drills[len(titles)] = by_module.drill
                     yield by_module.dot
             for n in render.caps(len(a.ops) + a.leaf_count):
                 titles.append(render.short_cut_title(self.titles[1], n))
                 yield render.to_dot(capping.cut(a, n), titles[-1], marks=marks)
 
         alt = alt_of(a, title, b, self.ran, call_of(self.titles[1]))
-        view = Picture(render.to_dot(a, title, marks=marks), f"{title}\n{self._text}", simpler=simpler, alt=alt)
+        view = _AfterView(render.to_dot(a, title, marks=marks), f"{title}\n{self._text}", simpler=simpler, alt=alt)
         view.simpler_titles = titles
         return view
+
+    @staticmethod
+    def drills_said(view) -> bool:
+        """Whether the view's own text says where to focus next already (a module focused on: watch's)."""
+        return "\nfocus next: " in view._text
+
+
+class _AfterView(Picture):
+    """An after view: when the picture drawn is one box per module call (a recorded model), its text
+    says which module path to focus on next, as a module overview's does."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.drills: dict[int, str] = {}     # simpler picture k -> the path to focus next
+
+    @property
+    def text(self) -> str:
+        words = Picture.text.fget(self)
+        drill = self.drills.get(self.simplified)
+        return words if drill is None else with_focus_next(words, drill)
+
+    @text.setter
+    def text(self, value: str) -> None:
+        self._text = value
 
 
 def changed_grads(before: Snapshot, after: Snapshot) -> frozenset:

@@ -285,15 +285,16 @@ def module_focus(roots, rec: ModuleRecording, path: str) -> tuple[list, ModuleSc
 
 def next_focus(full: Snapshot, groups: dict, inside: str | None = None) -> str | None:
     """The module path to drill down into next: the call (below the model's own, or below `inside`,
-    the path focused on now) whose ops saved the most bytes, for the text of a picture that draws
-    calls as boxes."""
+    the path focused on now) whose ops saved the most bytes that backward frees (activations held,
+    or freed and returned: a saved reference to a weight is not), for the text of a picture that
+    draws calls as boxes."""
     best, size = None, -1
     for key, g in sorted(groups.items(), key=lambda kv: kv[1].call.start):   # a tie: the first call wins
         path = g.call.path
         if not path or (inside and not path.startswith(inside + ".")):
             continue
         m = full.memory(_subtree(groups, key))
-        total = m.activations + m.freed
+        total = m.activations + m.freed - m.freed_kept     # what backward frees (a weight's reference: not)
         if total > size:
             best, size = g.call.path, total
     return best

@@ -193,3 +193,16 @@ def test_gpt2_attention_reads_at_notebook_width_without_fewer_nodes():
     assert "h.3.attn.c_attn: Linear" in pic.dot and "h.3.attn.c_proj: Linear" in pic.dot
     assert pic.dot.count("BmmBackward0") == 2 and "SafeSoftmaxBackward0" in pic.dot
     assert "input from h.3.ln_1 (LayerNorm), and 187 nodes before it, not drawn" in pic.dot
+
+
+def test_an_after_view_drawn_by_module_call_says_where_to_focus_next():
+    """issue 28 §1: a module overview that cannot be drawn op by op says which path to drill into:
+    GPT-2 small's after view, one box per call, names the block whose backward freed the most
+    (a freed reference to a weight, such as the tied lm_head's, is not memory returned: it does not count)."""
+    case = zoo.gpt2()
+    with bt.watch(case.loss, names=case.names) as w:
+        case.loss.backward()
+    view = w.after_view()
+    assert fits(view.svg) and view.text.splitlines()[0] == "after: by module call, what backward freed"
+    assert re.fullmatch(r"focus next: h\.\d+ \(the call inside that saved the most: "
+                        r"draw\(\.\.\., focus='h\.\d+'\) draws its ops\)", focus_next(view.text))
