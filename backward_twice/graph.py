@@ -321,7 +321,7 @@ def draw(*roots, names=None, title=None, max_nodes=300, modules=None, focus=None
                                expand=expand, focus=options.focus, options=options)
     names = with_parameter_names(roots, names)
     snap, ids = snapshot_with_ids(*roots, names=names, options=options)
-    drill = None if options.within is None else drill_from(snap, ids, options.within)
+    drill = None if options.within is None else drill_from(roots, names, options, snap, ids)
     del ids
 
     def simpler():      # fewer nodes, until the picture fits at notebook width (each says so)
@@ -473,7 +473,7 @@ class Watch:
             ran, text = ran_marks(self.trace, ids, self.after)
             self.trace = None        # holds the nodes: keep it no longer than needed
         within = self.options.within
-        drill = None if within is None else drill_from(self.after, ids, within)
+        drill = None if within is None else drill_from(self.roots, self.names, self.options, self.after, ids)
         self.picture = ComparePicture(self.before, self.after, (before, after), ran=ran, ran_text=text)
         if drill is not None:
             self.picture.text = with_focus_next(self.picture._text, drill)

@@ -300,9 +300,13 @@ def next_focus(full: Snapshot, groups: dict, inside: str | None = None) -> str |
     return best
 
 
-def drill_from(snap: Snapshot, ids: dict, scope: ModuleScope) -> str | None:
-    """next_focus of a snapshot drawn with a module focus (walk.snapshot_with_ids: its ids), or None
-    when no module call runs inside the one focused on."""
+def drill_from(roots, names, options, snap: Snapshot, ids: dict) -> str | None:
+    """next_focus of a snapshot drawn with a module focus (options.within; walk.snapshot_with_ids: its
+    ids), or None when no module call runs inside the one focused on. Drawn up to max_nodes, the
+    module is walked whole again for it, so the answer does not depend on the cap."""
+    scope = options.within
+    if snap.truncated:
+        snap, ids = snapshot_with_ids(*roots, names=names, options=dataclasses.replace(options, max_nodes=COUNT_LIMIT))
     return next_focus(snap, module_groups(snap, ids, scope.rec, {}, scope.path), scope.path)
 
 

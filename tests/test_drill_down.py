@@ -113,16 +113,24 @@ def test_the_model_name_may_lead_the_path_and_a_wrong_path_names_close_ones():
 def test_module_focus_composes_with_max_nodes_and_hide_params():
     model, loss = small_gpt2()
     inside = made_inside(loss, model, "h.1")          # a whole block: ln_1, attn, ln_2, mlp and its own adds
-    whole = bt.draw(loss, focus="h.1").snapshot
+    whole_pic = bt.draw(loss, focus="h.1")
+    whole = whole_pic.snapshot
     assert len(whole.ops) == len(inside) and whole.outside.sources == ("h.0 (GPT2Block)",)
     params = leaves(whole)
     for cap in (1, 5, 12):
-        snap = bt.draw(loss, focus="h.1", max_nodes=cap).snapshot
+        pic = bt.draw(loss, focus="h.1", max_nodes=cap)
+        snap = pic.snapshot
+        assert focus_next(pic.text) == focus_next(whole_pic.text)      # where to go next: whatever the cap
+        # the box of what comes in hangs over the ops it feeds, or, all beyond the cap, over their box
+        assert all(f"\toutside -> {i} [style=dotted]" in pic.dot for i in snap.outside.into)
+        assert snap.outside.into or "\toutside -> more [style=dotted]" in pic.dot
         assert len(snap.ops) + snap.leaf_count == cap           # the cap holds, counting the boxes drawn
         # beyond the cap: only what is inside the module (the outside is the boundary box's)
         assert snap.hidden_count == len(inside) + len(params) - cap
         assert snap.above == whole.above and set(snap.outside.into) <= set(snap.ops)
         assert dataclasses.replace(snap.outside, into=()) == dataclasses.replace(whole.outside, into=())
+    capped = bt.draw(loss, focus="h.1.attn", max_nodes=3)         # its input enters at its first op: not drawn
+    assert not capped.snapshot.outside.into and "\toutside -> more [style=dotted]" in capped.dot
     hidden = bt.draw(loss, focus="h.1", hide_params=True, max_nodes=12).snapshot
     assert leaves(hidden) == set() and set(hidden.params_hidden) <= params and len(hidden.ops) == 12
     assert bt.draw(loss, focus="h.1", hide_params=True).snapshot.params_hidden.__len__() == len(params)

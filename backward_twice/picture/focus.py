@@ -31,7 +31,10 @@ def add_outside_box(scene: Scene, snap: Snapshot) -> None:
     rows = [[Cell([Span(f"{out.headline()}, not drawn", bold=True)])]]     # the text form counts them by type
     scene.add(Box("outside", Table(rows, cellspacing=None, cellpadding=None, colour=CLUSTER, style="dashed"),
                   "outside", simple=True))
-    scene.edges.extend(Edge("outside", nid, style="dotted") for nid in out.into if nid in scene.boxes)
+    into = [nid for nid in out.into if nid in scene.boxes]
+    if not into and "more" in scene.boxes:      # the ops it feeds lie beyond max_nodes: under their box
+        into = ["more"]
+    scene.edges.extend(Edge("outside", nid, style="dotted") for nid in into)
 
 
 def compact_params(scene: Scene, snap: Snapshot) -> None:
