@@ -36,6 +36,10 @@ from .snapshot import DrawOptions, GraphInputError, Role, Snapshot, fmt_total
 from .trace import BackwardTrace
 from .walk import node_key, snapshot, snapshot_with_ids
 
+SIMPLIFIED_NOTE = "picture: simplified to read at notebook width"      # Picture.text's note
+BY_MODULE_NOTE = ("picture: simplified to read at notebook width (simpler picture {k}): one box per module call, "
+                  "each with the saved tensors of the ops inside it; the lines above list every op.")
+
 
 class GraphPicture(Picture):
     """One snapshot of a graph (grouped by module calls when `grouping` is given). A long run of
@@ -61,6 +65,7 @@ class GraphPicture(Picture):
             lambda: render.to_dot(snap, title, highlight, grouping=grouping, marks=render.Marks(compact=True)))
         self.compact = False    # drawn compact (Marks.compact)
         self.drill = None       # a recorded model: the module path to focus next (modules.next_focus)
+        self.by_module_at = None    # which simpler picture is one box per module call
         self.focused = False    # drawn with focus= a module path: where to go next is always said
 
     @property
@@ -68,6 +73,9 @@ class GraphPicture(Picture):
         """Picture's text; for a recorded model drawn with a module focus, or simplified to read (one
         box per call, fewer nodes), a last line says which module path to focus next."""
         words = Picture.text.fget(self)
+        if self.simplified and self.simplified == self.by_module_at:    # no node left out: each call is a box
+            words = "\n".join(BY_MODULE_NOTE.format(k=self.simplified) if line.startswith(SIMPLIFIED_NOTE) else line
+                              for line in words.split("\n"))
         if self.compact:
             words += ("\npicture: compact, to read at notebook width: each chain of ops that saved no tensor is "
                       "drawn as one box naming its ops, settings are left out (the lines above list each op)")
@@ -333,6 +341,7 @@ def draw(*roots, names=None, title=None, max_nodes=300, modules=None, focus=None
             pic.drill = by_module.drill
             _ = by_module.svg
             if not by_module.simplified:
+                pic.by_module_at = 1
                 yield by_module.dot
         for cap in render.caps(len(snap.ops) + len(snap.tensors)):
             small = snapshot(*roots, names=names, options=dataclasses.replace(options, max_nodes=cap))

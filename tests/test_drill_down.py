@@ -197,6 +197,7 @@ def test_gpt2_attention_reads_at_notebook_width_without_fewer_nodes():
     svg = pic.svg
     assert fits(svg) and pic.simplified in (0, 1)                  # the op-by-op picture or the module's calls
     assert "more nodes not drawn" not in pic.dot and "nearest the output" not in pic.dot
+    assert "fewer nodes are drawn" not in pic.text      # and its text does not say so either
     assert len(pic.snapshot.ops) == len(made_inside(case.loss, case.model, "h.3.attn")) == 35
     assert "h.3.attn.c_attn: Linear" in pic.dot and "h.3.attn.c_proj: Linear" in pic.dot
     assert pic.dot.count("BmmBackward0") == 2 and "SafeSoftmaxBackward0" in pic.dot
