@@ -16,7 +16,7 @@ import contextlib
 import dataclasses
 
 from . import render
-from .modules import focus_nodes, grouped_picture, recording_covering
+from .modules import drill_from, grouped_picture, module_focus, recording_covering, recording_of, with_focus_next
 from .picture import cap as capping
 from .picture import repeats
 from .picture.alt_text import alt_of, call_of, pair_alt
@@ -26,6 +26,7 @@ from .picture.layout import (  # noqa: F401
     MIN_TEXT_PX,
     OUTPUT_PX,
     READABLE_WIDTH_PT,
+    fits,
     shown_px,
     smallest_text_px,
     svg_width_pt,
@@ -35,6 +36,10 @@ from .snapshot import DrawOptions, GraphInputError, Role, Snapshot, fmt_total
 from .trace import BackwardTrace
 from .walk import node_key, snapshot, snapshot_with_ids
 
+SIMPLIFIED_NOTE = "picture: simplified to read at notebook width"      # Picture.text's note
+BY_MODULE_NOTE = ("picture: simplified to read at notebook width (simpler picture {k}): one box per module call, "
+                  "each with the saved tensors of the ops inside it; the lines above list every op.")
+
 
 class GraphPicture(Picture):
     """One snapshot of a graph (grouped by module calls when `grouping` is given). A long run of
@@ -42,7 +47,10 @@ class GraphPicture(Picture):
     (backward_twice.picture.repeats), and the text form's last line says so. simpler: as for Picture."""
 
     def __init__(self, snap: Snapshot, title: str | None = None, highlight=(),
-                 grouping: render.Grouping | None = None, text: str | None = None, simpler=None):
+                 grouping: render.Grouping | None = None, text: str | None = None, simpler=None,
+                 compact: bool = False):
+        """compact: when the picture does not fit, first try it compact (Marks.compact: a module drawn
+        by path: each chain of ops that saved no tensor one box, parameters on one line)."""
         self.snapshot = snap
         head = f"{title}\n" if title else ""
         text = head + (describe(snap) if text is None else text)
@@ -53,6 +61,41 @@ class GraphPicture(Picture):
         self.folded = folded if grouping is not None and folded is not None else None
         super().__init__(render.to_dot(snap, title, highlight, grouping=grouping), text, simpler=simpler,
                          alt=alt_of(self.snapshot, title))
+        self._compact = None if not compact else (
+            lambda: render.to_dot(snap, title, highlight, grouping=grouping, marks=render.Marks(compact=True)))
+        self.compact = False    # drawn compact (Marks.compact)
+        self.drill = None       # a recorded model: the module path to focus next (modules.next_focus)
+        self.by_module_at = None    # which simpler picture is one box per module call
+        self.focused = False    # drawn with focus= a module path: where to go next is always said
+
+    @property
+    def text(self) -> str:
+        """Picture's text; for a recorded model drawn with a module focus, or simplified to read (one
+        box per call, fewer nodes), a last line says which module path to focus next."""
+        words = Picture.text.fget(self)
+        if self.simplified and self.simplified == self.by_module_at:    # no node left out: each call is a box
+            words = "\n".join(BY_MODULE_NOTE.format(k=self.simplified) if line.startswith(SIMPLIFIED_NOTE) else line
+                              for line in words.split("\n"))
+        if self.compact:
+            words += ("\npicture: compact, to read at notebook width: each chain of ops that saved no tensor is "
+                      "drawn as one box naming its ops, settings are left out (the lines above list each op)")
+        if self.drill and (self.focused or self.simplified):
+            words = with_focus_next(words, self.drill)
+        return words
+
+    @text.setter
+    def text(self, value: str) -> None:
+        self._text = value
+
+    def _drawn_svg(self) -> str:
+        """Picture's; when it does not fit and compact= was asked, the picture compact, if that one fits."""
+        svg = Picture._drawn_svg(self)
+        if self._compact is not None and not fits(svg):
+            dot = self._compact()
+            other = render.svg_from_dot(dot)
+            if fits(other):
+                self.dot, svg, self.compact = dot, other, True
+        return svg
 
 
 class ComparePicture(Picture):
@@ -159,15 +202,41 @@ class ComparePicture(Picture):
                 _ = by_module.svg
                 if not by_module.simplified:
                     titles.append(by_module.text.splitlines()[0])
+                    if by_module.drill and not self.drills_said(view):   # where to look next
+                        view.drills[len(titles)] = by_module.drill
                     yield by_module.dot
             for n in render.caps(len(a.ops) + a.leaf_count):
                 titles.append(render.short_cut_title(self.titles[1], n))
                 yield render.to_dot(capping.cut(a, n), titles[-1], marks=marks)
 
         alt = alt_of(a, title, b, self.ran, call_of(self.titles[1]))
-        view = Picture(render.to_dot(a, title, marks=marks), f"{title}\n{self._text}", simpler=simpler, alt=alt)
+        view = _AfterView(render.to_dot(a, title, marks=marks), f"{title}\n{self._text}", simpler=simpler, alt=alt)
         view.simpler_titles = titles
         return view
+
+    @staticmethod
+    def drills_said(view) -> bool:
+        """Whether the view's own text says where to focus next already (a module focused on: watch's)."""
+        return "\nfocus next: " in view._text
+
+
+class _AfterView(Picture):
+    """An after view: when the picture drawn is one box per module call (a recorded model), its text
+    says which module path to focus on next, as a module overview's does."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.drills: dict[int, str] = {}     # simpler picture k -> the path to focus next
+
+    @property
+    def text(self) -> str:
+        words = Picture.text.fget(self)
+        drill = self.drills.get(self.simplified)
+        return words if drill is None else with_focus_next(words, drill)
+
+    @text.setter
+    def text(self, value: str) -> None:
+        self._text = value
 
 
 def changed_grads(before: Snapshot, after: Snapshot) -> frozenset:
@@ -226,8 +295,12 @@ def draw(*roots, names=None, title=None, max_nodes=300, modules=None, focus=None
     focus: a tensor the roots were computed from (or a list of them): only the part of the
         graph under it (what feeds it) is drawn; what lies between it and the roots is one
         box, "14 nodes from h to loss", and the text form says what it left out. A module path
-        ('h.3.attn', of a model recorded with record_modules) focuses on that module's outputs; a
-        module picture too large to draw whole says which path to focus on next.
+        ('h.3.attn', or 'model.h.3.attn', of a model recorded with record_modules) draws that module:
+        the ops its calls made and the parameters they use; what comes into it from outside is one
+        box ("input from h.3.ln_1 (LayerNorm), and 187 nodes before it"), what lies above it another.
+        Too large to read, it is drawn compact (each chain of ops that saved no tensor one box), then
+        its calls as boxes. Its text, and that of a module picture too large to draw whole, ends
+        with the path to focus on next ("focus next: h.3.attn.c_attn": the call that saved the most).
     expand (with modules=): True draws every op, in module clusters, however wide; a list of
         module paths (['cat']) draws the one-box-per-call picture with those calls op by op
         (expand= draws as asked, however large: the one picture not held to the 11 px rule).
@@ -250,32 +323,48 @@ def draw(*roots, names=None, title=None, max_nodes=300, modules=None, focus=None
             or (isinstance(expand, (list, tuple)) and all(isinstance(e, str) for e in expand))):
         raise GraphInputError(f"expand= takes True (every op) or module paths such as ['cat'], "
                               f"not {type(expand).__name__} {expand!r}.")
-    if isinstance(focus, str) and modules is None:     # a module path: of the model that made the roots
-        rec = recording_covering(roots)
-        if rec is None:
-            raise GraphInputError(f"focus={focus!r} names a module path: draw it with modules=model, the model "
-                                  "whose forward ran under record_modules(model).")
-        focus = focus_nodes(roots, rec, focus)
-    options = DrawOptions(max_nodes=max_nodes, focus=focus, hide_params=hide_params)
+    options = draw_options(roots, focus, max_nodes, hide_params, modules)
     if modules is not None:
         return grouped_picture(roots, names=names, title=title, max_nodes=max_nodes, modules=modules,
-                               expand=expand, focus=focus, options=options)
+                               expand=expand, focus=options.focus, options=options)
     names = with_parameter_names(roots, names)
-    snap = snapshot(*roots, names=names, options=options)
+    snap, ids = snapshot_with_ids(*roots, names=names, options=options)
+    drill = None if options.within is None else drill_from(roots, names, options, snap, ids)
+    del ids
 
     def simpler():      # fewer nodes, until the picture fits at notebook width (each says so)
-        rec = recording_covering(roots) if focus is None else None
-        if rec is not None and len(rec.calls) > 1:   # a recorded model with parts: a box per call, if that fits
-            by_module = grouped_picture(roots, names=names, title=_by_module_title(title), max_nodes=max_nodes,
-                                        modules=rec, options=options)
+        # a recorded model with parts (or a module drawn by path: its calls), a box per call, if that fits
+        rec = recording_covering(roots) if focus is None else None if options.within is None else options.within.rec
+        if rec is not None and len(rec.calls) > 1:
+            by_module = grouped_picture(roots, names=names, title=_by_module_title(title, options.within),
+                                        max_nodes=max_nodes, modules=rec, focus=options.focus, options=options)
+            pic.drill = by_module.drill
             _ = by_module.svg
             if not by_module.simplified:
+                pic.by_module_at = 1
                 yield by_module.dot
         for cap in render.caps(len(snap.ops) + len(snap.tensors)):
             small = snapshot(*roots, names=names, options=dataclasses.replace(options, max_nodes=cap))
             yield GraphPicture(small, render.cut_title(title, cap)).dot
 
-    return GraphPicture(snap, title, simpler=simpler)
+    pic = GraphPicture(snap, title, simpler=simpler, compact=options.within is not None)
+    pic.drill, pic.focused = drill, options.within is not None
+    return pic
+
+
+def draw_options(roots, focus, max_nodes, hide_params, modules=None) -> DrawOptions:
+    """The DrawOptions of draw() and watch(). A module path as focus ('h.3.attn', or 'model.h.3.attn',
+    of the model that made the roots, recorded with record_modules; or of `modules`) becomes the nodes
+    that carry its calls' outputs, and its scope (DrawOptions.within): the walk draws the ops made
+    inside the module, what comes into it from outside counted in one box (Snapshot.outside)."""
+    within = None
+    if isinstance(focus, str):
+        rec = recording_of(modules) if modules is not None else recording_covering(roots)
+        if rec is None:
+            raise GraphInputError(f"focus={focus!r} names a module path: draw it with modules=model, the model "
+                                  "whose forward ran under record_modules(model).")
+        focus, within = module_focus(roots, rec, focus)
+    return DrawOptions(max_nodes=max_nodes, focus=focus, hide_params=hide_params, within=within)
 
 
 SIMPLEST_CAP = render.SIMPLEST_CAP
@@ -292,8 +381,10 @@ def with_parameter_names(roots, names):
     return {**{n: p for n, p in rec.model.named_parameters() if id(p) not in taken and n not in given}, **given}
 
 
-def _by_module_title(title) -> str:
+def _by_module_title(title, within=None) -> str:
     note = "by module call, to read at notebook width (modules=model draws it; print(pic) lists every op)"
+    if within is not None:      # a module drawn by path: the calls inside it as boxes
+        note = f"{within.path} by module call, to read at notebook width (print(pic) lists every op)"
     return f"{title}: {note}" if title else note
 
 
@@ -368,7 +459,7 @@ class Watch:
 
     def __init__(self, roots, names, max_nodes, label, focus=None, hide_params=False):
         self.roots, self.names, self.max_nodes, self.focus = roots, names, max_nodes, focus
-        self.options = DrawOptions(max_nodes=max_nodes, focus=focus, hide_params=hide_params)
+        self.options = draw_options(roots, focus, max_nodes, hide_params)
         self.label = label
         self.before = snapshot(*roots, names=names, options=self.options)
         self.after = None
@@ -390,11 +481,16 @@ class Watch:
         if self.trace is not None:
             ran, text = ran_marks(self.trace, ids, self.after)
             self.trace = None        # holds the nodes: keep it no longer than needed
+        within = self.options.within
+        drill = None if within is None else drill_from(self.roots, self.names, self.options, self.after, ids)
         self.picture = ComparePicture(self.before, self.after, (before, after), ran=ran, ran_text=text)
-        rec = recording_covering(self.roots) if self.focus is None else None
+        if drill is not None:
+            self.picture.text = with_focus_next(self.picture._text, drill)
+        rec = recording_covering(self.roots) if self.focus is None else None if within is None else within.rec
         if rec is not None and len(rec.calls) > 1:   # a model with parts: after views may draw a box per call
-            roots, names = self.roots, self.names
-            self.picture.by_module = lambda title: grouped_picture(roots, names=names, title=title, modules=rec)
+            roots, names, options = self.roots, self.names, self.options   # (a module focused on: its calls)
+            self.picture.by_module = lambda title: grouped_picture(roots, names=names, title=title, modules=rec,
+                                                                   focus=options.focus, options=options)
 
     def after_view(self, spotlight=None, note=None) -> Picture:
         """The 'after' picture with the changes marked, unchanged boxes faded (ComparePicture.after_view)."""

@@ -24,6 +24,7 @@ record is {sequence number: call}, so recording never keeps a graph alive.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import re
 import weakref
 from collections import Counter
@@ -38,7 +39,7 @@ from .picture.layout import fits, reads_at, shown_px, smallest_text_px
 from .picture.palette import CALL_FILL, DETAILS
 from .picture.scene import Cell, Span, Table
 from .picture.text_form import describe
-from .snapshot import GraphInputError, Role, SavedState, Snapshot, fmt_bytes, fmt_shape
+from .snapshot import DrawOptions, GraphInputError, Role, SavedState, Snapshot, fmt_bytes, fmt_shape
 from .trace import next_sequence_nr
 from .walk import COUNT_LIMIT, is_leaf_node, snapshot_with_ids
 
@@ -199,11 +200,75 @@ def recording_covering(roots) -> ModuleRecording | None:
     return None
 
 
-def focus_nodes(roots, rec: ModuleRecording, path: str) -> list:
-    """focus='h.3.attn': the nodes that carry the outputs of that module's calls (made inside it, used
-    outside it), for draw(focus=). A GraphInputError names the paths that made nodes when `path` did not."""
+@dataclass(frozen=True, eq=False)
+class ModuleScope:
+    """A module focused on by path (draw(loss, focus='h.3.attn')): the calls of that path and of the
+    modules inside it. It is DrawOptions.within: the walk follows an op's inputs only into nodes it
+    `holds`, the ops those calls made and the leaves they use (parameters, drawn with their names);
+    what comes from outside is one counted box, its `source` named. It holds the recording (the
+    model), never the graph."""
+
+    path: str                   # as recorded ('h.3.attn'), whatever the spelling given
+    calls: frozenset            # the Calls whose ops are inside
+    rec: ModuleRecording
+
+    def holds(self, fn) -> bool:
+        return is_leaf_node(fn) or self.rec.owner(fn) in self.calls
+
+    def source(self, fn) -> str:
+        """Where an input from outside was made: its module call ('h.3.ln_1 (LayerNorm)'), else its op."""
+        call = self.rec.owner(fn)
+        if call is None:
+            return fn.name()
+        return f"{call.path or 'the model'}{f' call {call.index + 1}' if call.index else ''} ({call.kind})"
+
+
+def recorded_path(rec: ModuleRecording, path: str) -> str:
+    """`path` as recorded: 'h.3.attn' as given, or after the model's name ('model.h.3.attn', whatever
+    the variable is called: a first component that is not a module, the rest a module path). A
+    GraphInputError that names close paths and every recorded one when it is neither."""
+    if not isinstance(path, str):
+        raise GraphInputError(f"focus= takes a tensor or a module path (a str), not {type(path).__name__}.")
+    if not path.strip(" ."):
+        raise GraphInputError(f"focus={path!r} names no module: draw(loss) draws the whole model; focus= takes "
+                              "the path of a module inside it, such as 'h.3.attn'.")
+    called = {c.path for c in rec.call_by_key.values()}
+    known = set(rec.kinds)
+    if path in called:
+        return path
+    head, _, rest = path.partition(".")
+    if rest and head not in known and rest in called:
+        return rest
+    spellings = (f"A path is written as model.named_modules() names it ('{_example(called)}'), or after "
+                 f"the model's name ('model.{_example(called)}').")
+    listed = sorted(p for p in called if p)
+    shown = ", ".join(listed[:12]) + (", ..." if len(listed) > 12 else "")
+    for p in (path, rest):
+        if p and p in known:
+            raise GraphInputError(f"focus={path!r}: {p!r} is a module of the model, but no call of it made a "
+                                  f"node of this graph (it did not run, or ran under no_grad). The recorded "
+                                  f"calls: {shown}.")
+    close = list(dict.fromkeys(difflib.get_close_matches(path, listed, n=3, cutoff=0.6)
+                               + (difflib.get_close_matches(rest, listed, n=3, cutoff=0.6) if rest else [])))
+    near = f" Did you mean {' or '.join(repr(c) for c in close[:3])}?" if close else ""
+    raise GraphInputError(f"focus={path!r}: no module at that path made a node of this graph.{near} {spellings} "
+                          f"The recorded calls: {shown}.")
+
+
+def _example(called) -> str:
+    """A path of the recording for an error message: the longest one of the first calls."""
+    paths = sorted((p for p in called if p), key=lambda p: (-p.count("."), p))
+    return paths[0] if paths else "0"
+
+
+def module_focus(roots, rec: ModuleRecording, path: str) -> tuple[list, ModuleScope]:
+    """focus='h.3.attn' (or 'model.h.3.attn'): (the nodes that carry the outputs of that module's
+    calls, made inside it and used outside it or by no one; its ModuleScope, where the walk stops).
+    A GraphInputError names close paths and the recorded ones when `path` made no node (recorded_path)."""
     from .walk import nodes_under
-    inside = {c for c in rec.call_by_key.values() if c.path == path or c.path.startswith(path + ".")}
+    path = recorded_path(rec, path)
+    inside = frozenset(c for c in rec.call_by_key.values() if c.path == path or path == ""
+                       or c.path.startswith(path + "."))
     nodes, _ = nodes_under([t.grad_fn for t in roots if isinstance(t, torch.Tensor) and t.grad_fn is not None])
     users: dict = {}
     for fn in nodes:
@@ -213,27 +278,52 @@ def focus_nodes(roots, rec: ModuleRecording, path: str) -> list:
     mine = [fn for fn in nodes if rec.owner(fn) in inside]
     out = [fn for fn in mine if not users.get(fn) or any(rec.owner(u) not in inside for u in users[fn])]
     if not out:
-        called = sorted({c.path for c in rec.call_by_key.values() if c.path})
-        shown = ", ".join(called[:12]) + (", ..." if len(called) > 12 else "")
-        raise GraphInputError(f"focus={path!r}: no node of this graph was made by a module at that path; "
-                              f"the recorded calls: {shown}.")
-    return out
+        raise GraphInputError(f"focus={path!r}: the calls of {path!r} made no node of the graph behind these "
+                              "roots (they ran for another output).")
+    return out, ModuleScope(path, inside, rec)
 
 
 def next_focus(full: Snapshot, groups: dict, inside: str | None = None) -> str | None:
     """The module path to drill down into next: the call (below the model's own, or below `inside`,
-    the path focused on now) whose ops saved the most bytes, for the text of a picture that draws
-    calls as boxes."""
+    the path focused on now) whose ops saved the most bytes that backward frees (activations held,
+    or freed and returned: a saved reference to a weight is not), for the text of a picture that
+    draws calls as boxes."""
     best, size = None, -1
-    for key, g in groups.items():
+    for key, g in sorted(groups.items(), key=lambda kv: kv[1].call.start):   # a tie: the first call wins
         path = g.call.path
-        if not path or (inside is not None and not path.startswith(inside + ".")):
+        if not path or (inside and not path.startswith(inside + ".")):
             continue
         m = full.memory(_subtree(groups, key))
-        total = m.activations + m.freed
+        total = m.activations + m.freed - m.freed_kept     # what backward frees (a weight's reference: not)
         if total > size:
             best, size = g.call.path, total
     return best
+
+
+def drill_from(roots, names, options, snap: Snapshot, ids: dict) -> str | None:
+    """next_focus of a snapshot drawn with a module focus (options.within; walk.snapshot_with_ids: its
+    ids), or None when no module call runs inside the one focused on. Drawn up to max_nodes, the
+    module is walked whole again for it, so the answer does not depend on the cap."""
+    scope = options.within
+    if snap.truncated:
+        snap, ids = snapshot_with_ids(*roots, names=names, options=dataclasses.replace(options, max_nodes=COUNT_LIMIT))
+    return next_focus(snap, module_groups(snap, ids, scope.rec, {}, scope.path), scope.path)
+
+
+def focus_next_line(path: str, modules: bool = False) -> str:
+    """The text form's line that says which module path to focus next (next_focus's)."""
+    how = "modules=model, " if modules else ""
+    return f"focus next: {path} (the call inside that saved the most: draw(..., {how}focus={path!r}) draws its ops)"
+
+
+def with_focus_next(words: str, path: str, modules: bool = False) -> str:
+    """A text form with focus_next_line added before its closing 'picture: ...' notes (what the
+    picture drawn simplified stays the last thing said)."""
+    lines = words.split("\n")
+    at = len(lines)
+    while at > 1 and lines[at - 1].startswith("picture: "):
+        at -= 1
+    return "\n".join([*lines[:at], focus_next_line(path, modules), *lines[at:]])
 
 
 def recording_of(modules) -> ModuleRecording:
@@ -279,12 +369,22 @@ def _money(t: dict) -> str:
     return f"{t['n']} saved, {t['memory'].brief()}"
 
 
-def module_groups(snap: Snapshot, ids: dict, rec: ModuleRecording, param_names: dict) -> dict:
-    """{Call key: _Group} for every call that made a drawn node (and the calls around them)."""
+def module_groups(snap: Snapshot, ids: dict, rec: ModuleRecording, param_names: dict,
+                  scope: str | None = None) -> dict:
+    """{Call key: _Group} for every call that made a drawn node (and the calls around them).
+    scope: a module path focused on ('h.3.attn'): only calls inside it, its own outermost."""
+
+    def inside(path) -> bool:
+        return scope is None or scope == "" or path == scope or path.startswith(scope + ".")
+
     groups: dict = {}
 
     def group(call):
+        if not inside(call.path):
+            return None
         if call.key not in groups:
+            if call.parent is not None and not inside(call.parent[0]):
+                call = dataclasses.replace(call, parent=None)     # the module focused on: outermost
             groups[call.key] = _Group(call)
             parent = call.parent
             if parent is not None:
@@ -295,8 +395,9 @@ def module_groups(snap: Snapshot, ids: dict, rec: ModuleRecording, param_names: 
     for fn, nid in ids.items():
         if nid in snap.ops:
             call = rec.owner(fn)
-            if call is not None:
-                group(call).nodes.append(nid)
+            g = None if call is None else group(call)
+            if g is not None:
+                g.nodes.append(nid)
     for t in snap.tensors.values():
         if t.role is Role.LEAF and t.name in param_names:      # a parameter: in its module's box
             path = param_names[t.name]
@@ -304,8 +405,9 @@ def module_groups(snap: Snapshot, ids: dict, rec: ModuleRecording, param_names: 
             while call is None and path:          # a module never called itself (MultiheadAttention's
                 path = path.rsplit(".", 1)[0] if "." in path else ""   # out_proj): its caller's box
                 call = rec.first_call.get(path)
-            if call is not None:
-                group(call).nodes.append(t.id)
+            g = None if call is None else group(call)
+            if g is not None:
+                g.nodes.append(t.id)
         elif t.made_by is not None:                            # a named tensor: with its op
             owner = next((g for g in groups.values() if t.made_by in g.nodes), None)
             if owner is not None:
@@ -406,7 +508,7 @@ def collapse(snap: Snapshot, groups: dict, max_nodes: int, keep_first: bool = Tr
     small = dataclasses.replace(
         snap, ops={k: v for k, v in snap.ops.items() if k not in gone},
         tensors={k: v for k, v in snap.tensors.items() if k not in gone}, edges=edges,
-        cut_at=[c for c in snap.cut_at if c not in gone])
+        cut_at=[c for c in snap.cut_at if c not in gone], **_focus_boxes_into(snap, gone))
     return small, boxes, box_edges, parents, done
 
 
@@ -415,24 +517,26 @@ def grouped_picture(roots, names=None, title=None, max_nodes=300, modules=None, 
     """draw(*roots, modules=model): see backward_twice.graph.draw. With focus=, the module calls are
     made of the part of the graph under the focus (what lies above it is one counted box)."""
     rec = recording_of(modules)
-    focus_path = focus if isinstance(focus, str) else None
-    if focus_path is not None:            # a module path: the nodes that carry its calls' outputs
-        focus = focus_nodes(roots, rec, focus_path)
+    within = None if options is None else options.within
+    if isinstance(focus, str):            # a module path: the nodes that carry its calls' outputs, its scope
+        focus, within = module_focus(roots, rec, focus)
+    focus_path = None if within is None else within.path
     known = {name for name, _ in rec.model.named_modules()}
     params = {n: p for n, p in rec.model.named_parameters()}
     param_names = {n: n.rsplit(".", 1)[0] if "." in n else "" for n in params}
     names = {**params, **dict(names or {})}
     hide = options is not None and options.hide_params     # draw()'s DrawOptions: its other options are the arguments
-    snap, ids = snapshot_with_ids(*roots, names=names, max_nodes=max(max_nodes, min(WALK_LIMIT, COUNT_LIMIT)),
-                                  focus=focus, hide_params=hide)
-    groups = module_groups(snap, ids, rec, param_names)
+    walked = DrawOptions(max_nodes=max(max_nodes, min(WALK_LIMIT, COUNT_LIMIT)), focus=focus, hide_params=hide,
+                         within=within)
+    snap, ids = snapshot_with_ids(*roots, names=names, options=walked)
+    groups = module_groups(snap, ids, rec, param_names, focus_path)
     full = snap
     snap, boxes, box_edges, box_parent, runs = collapse(full, groups, max_nodes)
     if len(snap.ops) + len(snap.tensors) > max_nodes:   # still too big: no block of a run open
         snap, boxes, box_edges, box_parent, runs = collapse(full, groups, max_nodes, keep_first=False)
     if len(snap.ops) + len(snap.tensors) > max_nodes:   # still too big: cut as draw() does
-        snap, ids = snapshot_with_ids(*roots, names=names, max_nodes=max_nodes, focus=focus, hide_params=hide)
-        groups = module_groups(snap, ids, rec, param_names)
+        snap, ids = snapshot_with_ids(*roots, names=names, options=dataclasses.replace(walked, max_nodes=max_nodes))
+        groups = module_groups(snap, ids, rec, param_names, focus_path)
         full, boxes, box_edges, box_parent, runs = snap, {}, [], {}, []
     del ids
     runs_drawn = Collapsed(snap, boxes, box_edges, box_parent)
@@ -448,7 +552,7 @@ def grouped_picture(roots, names=None, title=None, max_nodes=300, modules=None, 
         if (stack, compact) not in made:
             made[stack, compact] = overview_dot(full, groups, base, param_names, title,
                                                 () if expand is None else expand, stack=stack, known=known,
-                                                compact=compact)
+                                                compact=compact, module_focus=focus_path is not None)
         return made[stack, compact]
 
     if expand not in (None, True):
@@ -460,8 +564,20 @@ def grouped_picture(roots, names=None, title=None, max_nodes=300, modules=None, 
     pic = ModulePicture(snap, text, detail, None if expand is True else overview, simpler=simpler,
                         alt=alt_of(full, title))
     pic.drill = next_focus(full, groups, focus_path)
+    pic.focused = focus_path is not None
     pic.held_to_rule = expand is None    # expand= asks for one picture: drawn as asked, however large
     return pic
+
+
+def _focus_boxes_into(snap: Snapshot, gone: dict) -> dict:
+    """The focus= boxes of `snap` (above it, outside a module focused on) with their edges to nodes
+    folded into a box (a module call, a run of blocks) drawn to that box instead."""
+    out = {}
+    for field in ("above", "outside"):
+        box = getattr(snap, field)
+        if box is not None:
+            out[field] = dataclasses.replace(box, into=tuple(dict.fromkeys(gone.get(i, i) for i in box.into)))
+    return out
 
 
 @dataclass
@@ -521,7 +637,7 @@ COMPACT_HINT = "module call as one box: its totals (print(pic) lists each layer)
 
 
 def overview_dot(full: Snapshot, groups: dict, drawn: Collapsed, param_names: dict, title=None,
-                 expand=(), stack: bool = False, known=None, compact: bool = False) -> str:
+                 expand=(), stack: bool = False, known=None, compact: bool = False, module_focus: bool = False) -> str:
     """DOT of the overview: the calls just inside the model's call (or, when the model itself
     was not called once, each outermost call) drawn as one box each, except the calls whose
     paths are in `expand`, drawn op by op in a cluster; ops made outside every call (a loss)
@@ -577,7 +693,7 @@ def overview_dot(full: Snapshot, groups: dict, drawn: Collapsed, param_names: di
     small = dataclasses.replace(
         snap, ops={k: v for k, v in snap.ops.items() if k not in gone},
         tensors={k: v for k, v in snap.tensors.items() if k not in gone}, edges=edges,
-        cut_at=[c for c in snap.cut_at if c not in gone])
+        cut_at=[c for c in snap.cut_at if c not in gone], **_focus_boxes_into(snap, gone))
     clusters = {k: (groups[k].call.parent, _cluster_label(full, groups, k))
                 for k in sorted(groups, key=lambda k: groups[k].call.start)
                 if (depth[k] < level) or k in opened}
@@ -610,8 +726,8 @@ def overview_dot(full: Snapshot, groups: dict, drawn: Collapsed, param_names: di
     grouping.invisible = [(a, t) for a in sorted(feeding) for t in params]
     if stack:       # branches side by side (heads of one trunk, their losses) one below the other
         grouping.invisible += _fan_out_pairs(small, box_edges)
-    return render.to_dot(small, title, grouping=grouping,
-                         marks=render.Marks(legend=extra + ((render.CLUSTER, COMPACT_HINT if compact else OVERVIEW_HINT),)))
+    return render.to_dot(small, title, grouping=grouping, marks=render.Marks(
+        legend=extra + ((render.CLUSTER, COMPACT_HINT if compact else OVERVIEW_HINT),), compact=module_focus))
 
 
 def _fan_out_pairs(small: Snapshot, box_edges: list) -> list:
@@ -775,6 +891,7 @@ class ModulePicture(Picture):
         self.overview = overview
         self.compact = False      # the overview drawn with each call's totals only
         self.drill = None         # the module path to focus next (next_focus), said when the picture simplifies
+        self.focused = False      # drawn with focus= a module path: where to go next is always said
 
     @property
     def form(self) -> str:
@@ -801,12 +918,11 @@ class ModulePicture(Picture):
 
     @property
     def text(self) -> str:
-        """Picture's text; when the calls are drawn as boxes of totals only, or fewer nodes are drawn,
-        a last line says which module path to focus next (the call that saved the most)."""
+        """Picture's text; when a module is focused on, or the calls are drawn as boxes of totals only,
+        or fewer nodes are drawn, a last line says which module path to focus next (focus_next_line)."""
         words = Picture.text.fget(self)
-        if (self.compact or self.simplified) and self.drill:
-            words += (f"\npicture: to see inside a call, draw it by its path: draw(..., modules=model, "
-                      f"focus={self.drill!r}) draws the ops of the call that saved the most.")
+        if (self.focused or self.compact or self.simplified) and self.drill:
+            words = with_focus_next(words, self.drill, modules=True)
         return words
 
     @text.setter

@@ -269,6 +269,36 @@ class AboveFocus:
         return ", ".join(f"{k} x{n}" for k, n in items) + more
 
 
+@dataclass(frozen=True)
+class OutsideScope:
+    """What a snapshot drawn with a module focus (focus='h.3.attn') leaves out below the module: what
+    comes into it from outside, cut at its boundary and counted. `sources` say where its inputs
+    were made (the module call, 'h.3.ln_1', or the op); `before` nodes lie under them."""
+
+    scope: str                      # the module path focused on ('h.3.attn')
+    sources: tuple[str, ...]        # where the inputs from outside were made, in the walk's order
+    into: tuple[str, ...]           # drawn op ids that take an input from outside
+    inputs: int                     # the nodes at the boundary (each an input from outside)
+    before: int                     # the nodes under them, not drawn either
+    by_type: tuple[tuple[str, int], ...] = ()   # (node name or 'leaf', count), most first
+    capped: bool = False            # the count stopped at walk.COUNT_LIMIT: "at least"
+
+    def headline(self) -> str:
+        """'input from h.3.ln_1 (LayerNorm), and 220 nodes before it'."""
+        plus = "+" if self.capped else ""
+        first = self.sources[0] if len(self.sources) == 1 else \
+            ", ".join(self.sources[:-1]) + " and " + self.sources[-1]
+        many = self.inputs > 1 or len(self.sources) > 1
+        return (f"input{'s' * many} from {first}, and {self.before:,}{plus} "
+                f"node{'s' * (self.before != 1)} before {'them' if many else 'it'}")
+
+    def kinds(self, shown: int | None = None) -> str:
+        """'ViewBackward0 x40, leaf x30, ...'."""
+        items = self.by_type if shown is None else self.by_type[:shown]
+        more = ", ..." if shown is not None and len(self.by_type) > shown else ""
+        return ", ".join(f"{k} x{n}" for k, n in items) + more
+
+
 @dataclass(frozen=True, eq=False)
 class DrawOptions:
     """What a picture of a graph shows: one value that draw(), watch() and the other entry points
@@ -279,11 +309,20 @@ class DrawOptions:
     max_nodes: at most this many boxes of the graph's nodes (ops and leaves) are drawn, the rest
         counted in one box. focus: a tensor or node (or a list) the roots were computed from: only
         what feeds it is walked. hide_params: leaves (parameters, each an AccumulateGrad) are not
-        drawn, only counted and named in the text form; a leaf given as a root or a focus is."""
+        drawn, only counted and named in the text form; a leaf given as a root or a focus is.
+        within: with a module focus, the module's scope (backward_twice.modules.ModuleScope): the
+        walk follows an op's inputs only into the ops made inside it (and leaves); what comes
+        from outside is counted in one box (Snapshot.outside)."""
 
     max_nodes: int = 300
     focus: object = None
     hide_params: bool = False
+    within: object = None
+
+    def follows(self, fn) -> bool:
+        """Whether the walk follows an op's input into node `fn` (a live autograd node): always,
+        except out of the module focused on (`within`), whose boundary it stops at."""
+        return self.within is None or self.within.holds(fn)
 
     def shows(self, leaf: bool, given: bool = False) -> bool:
         """Whether a node of the graph gets a box (the cap aside): `leaf` for a leaf's
@@ -305,6 +344,7 @@ class Snapshot:
     count_capped: bool = False
     cut_at: list[str] = field(default_factory=list)  # drawn op ids with inputs beyond the cap
     above: AboveFocus | None = None   # drawn with focus=: what lies between the roots and the focus
+    outside: OutsideScope | None = None   # drawn with a module focus: what comes into the module, counted
     # True when a saved tensor is on the meta device: its bytes are what it would take, none allocated
     on_meta: bool = False
     # op ids whose saved tensors a non-reentrant torch.utils.checkpoint recomputes in backward

@@ -24,6 +24,7 @@ from .snapshot import (
     DrawOptions,
     GraphInputError,
     Op,
+    OutsideScope,
     Role,
     Saved,
     SavedKind,
@@ -581,6 +582,7 @@ def _walk(roots, names, options: DrawOptions, items, earlier=None) -> tuple[Snap
     walk.record_holders()
     walk.count_hidden(earlier)
     walk.summarise_above()
+    walk.summarise_outside()
     walk.snap.on_meta = any(getattr(t, "is_meta", False) for t in roots)
     walk.snap.options = options
     return walk.snap, walk.node_id
@@ -844,7 +846,7 @@ class _Walk:
         while self.queue:
             fn, nid = self.queue.popleft()
             for nxt, _ in fn.next_functions:
-                if nxt is None:
+                if nxt is None or not self.options.follows(nxt):   # out of a module focused on: summarise_outside
                     continue
                 src, over = self._visit(nxt)
                 if over:
@@ -967,7 +969,7 @@ class _Walk:
                 snap.count_capped = True
                 break
             for n, _ in fn.next_functions:
-                if n is not None and n not in seen:
+                if n is not None and n not in seen and self.options.follows(n):
                     push(n)
         snap.total_nodes += sum(by_type.values())
 
@@ -995,6 +997,43 @@ class _Walk:
         self.snap.above = AboveFocus(
             roots=tuple(self.root_names), focus=tuple(n for _, _, n in self.focus), into=tuple(into),
             between=between, beside=len(rest) + len(extra_leaves) - between,
+            by_type=tuple(sorted(kinds.items(), key=lambda kv: (-kv[1], kv[0]))), capped=capped)
+
+    # ---- a module focused on by path (DrawOptions.within): the walk stops at its boundary --------
+    def summarise_outside(self) -> None:
+        """Phase 6 with a module focus (DrawOptions.within, which breadth_first and count_hidden
+        follow no input out of): what comes into the module from outside, counted (up to
+        COUNT_LIMIT) in Snapshot.outside, its sources named by the scope; the focus named by its path.
+        The module's nodes are found again here, past the cap too, so the count does not depend on it."""
+        within = self.options.within
+        if within is None or self.focus is None:
+            return
+        if self.snap.above is not None:
+            self.snap.above = dataclasses.replace(self.snap.above, focus=(within.path,))
+        inside, stack, crossings, into = set(), [fn for _, fn, _ in self.focus if fn is not None], {}, {}
+        while stack:
+            fn = stack.pop()
+            if fn in inside:
+                continue
+            inside.add(fn)
+            for n, _ in fn.next_functions:
+                if n is None:
+                    continue
+                if within.holds(n):
+                    stack.append(n)
+                else:
+                    crossings.setdefault(n, None)
+                    if fn in self.node_id:
+                        into.setdefault(self.node_id[fn], None)
+        if not crossings:
+            return
+        before, capped = nodes_under(list(crossings))
+        before = [fn for fn in before if fn not in inside]
+        kinds: Counter[str] = Counter("leaf" if is_leaf_node(fn) else fn.name() for fn in before)
+        sources = tuple(dict.fromkeys(within.source(fn) for fn in crossings))
+        self.snap.outside = OutsideScope(
+            scope=within.path, sources=sources, into=tuple(i for i in self.snap.ops if i in into),
+            inputs=len(crossings), before=len(before) - len(crossings),
             by_type=tuple(sorted(kinds.items(), key=lambda kv: (-kv[1], kv[0]))), capped=capped)
 
 

@@ -521,7 +521,7 @@ def check_same_places(w, svg):
 def _no_drill(text):
     """A module picture's text without the line saying where to focus next (issue 28: only a picture
     drawn with totals only, or fewer nodes, says it; the rest of the text is the same)."""
-    return "\n".join(line for line in text.splitlines() if not line.startswith("picture: to see inside a call"))
+    return "\n".join(line for line in text.splitlines() if not line.startswith("focus next: "))
 
 
 @FUZZ
@@ -788,3 +788,73 @@ def test_every_pair_of_options_keeps_the_cap_counting_the_boxes_drawn(p, pair, c
                 assert len(snap.params_hidden) + snap.hidden_by_type.get("leaf", 0) >= hidden
                 if snap.params_hidden:
                     assert "hidden by hide_params=True" in (w.picture.text if "watch" in pair else pic.text)
+
+
+# ------------------------------------------------------------------ a module focused on by path, with every option
+MODULE_FOCUS_PAIRS = ("names", "title", "hide_params", "watch", "modules")
+
+
+@settings(FUZZ, max_examples=max(20, FUZZ.max_examples // 4))
+@given(st.lists(layer_specs(), min_size=1, max_size=3), st.integers(0, 50), st.sampled_from(MODULE_FOCUS_PAIRS),
+       st.integers(1, 12), st.booleans())
+def test_a_module_focus_with_every_other_option_keeps_the_cap_and_its_boundary(specs, which, other, cap, prefixed):
+    """focus= a module path (issue 28 §1, drill-down), paired with each other option, with max_nodes=cap, on
+    random nets: exactly min(cap, the ops made inside that module's calls and the leaves they use) boxes,
+    counted here by walking next_functions and asking the recording who made each node; no op made outside
+    it; what comes in from outside counted in one box, each node once (the outside box, the box above,
+    the module: the whole graph). The model's name may lead the path."""
+    STATS["module focus pairs: " + other] += 1
+    torch.manual_seed(0)
+    net = build(("seq", specs))
+    x = torch.randn(3, 4, requires_grad=True)
+    with warnings.catch_warnings(), time_limit(EXAMPLE_TIMEOUT_S):
+        warnings.simplefilter("ignore")
+        with record_modules(net) as rec:
+            loss = net(x).pow(2).sum()
+        paths = sorted({c.path for c in rec.call_by_key.values() if c.path})
+        if not paths:
+            return
+        path = paths[which % len(paths)]
+        scope = {c for c in rec.call_by_key.values() if c.path == path or c.path.startswith(path + ".")}
+        _, _, every = reachable([loss])
+        inside = [fn for fn in every if rec.owner(fn) in scope]
+        used = {id(n.variable) for fn in inside for n, _ in fn.next_functions if hasattr(n, "variable")}
+        if not inside:
+            return
+        kw = {"max_nodes": cap, "focus": f"net.{path}" if prefixed else path}
+        if other == "names":
+            kw["names"] = {"x": x, "loss": loss}
+        elif other == "title":
+            kw["title"] = 't <"\\{x}>'
+        elif other == "hide_params":
+            kw["hide_params"] = True
+        drawable = len(inside) + (0 if other == "hide_params" else len(used))
+        if other == "watch":
+            with watch(loss, **kw) as w:
+                loss.backward()
+            snaps, dot, text = {"L": w.before, "R": w.after}, w.picture.dot, repr(w)
+        elif other == "modules":
+            pic = draw(loss, modules=net, expand=True, **kw)
+            snaps, dot, text = {}, pic.dot, pic.text
+            assert pic.snapshot.outside is None or pic.snapshot.outside.scope == path
+            assert text.splitlines()[1].startswith(f"{path}: ")      # the module focused on is the outermost call
+        else:
+            pic = draw(loss, **kw)
+            snaps, dot, text = {None: pic.snapshot}, pic.dot, pic.text
+        for side, snap in snaps.items():
+            boxes = [nid for s, nid in DRAWN_NODE.findall(dot) if (s or None) == side]
+            recorded = len(snap.ops) + snap.leaf_count
+            assert len(boxes) <= cap and recorded == min(cap, drawable), (path, other, cap, recorded, drawable)
+            assert collections.Counter(op.name for op in snap.ops.values()) <= collections.Counter(
+                fn.name() for fn in inside)                                         # no op made outside it
+            out = snap.outside
+            if out is not None:
+                assert out.scope == path and "outside the module" in dot
+                below = out.inputs + out.before
+            else:
+                below = 0
+            above = 0 if snap.above is None else snap.above.between + snap.above.beside
+            counted = snap.hidden_count + len(snap.params_hidden)       # beyond the cap, or hidden by an option
+            assert recorded + counted + below + above == len(every), (path, other, cap)
+        assert f"focus on {path}: NOT DRAWN: " in text       # the loss's own ops lie above every module
+        STATS["module focus pictures"] += 1

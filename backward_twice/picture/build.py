@@ -4,7 +4,20 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..snapshot import Snapshot
-from . import cap, far_uses, focus, module_clusters, palette, ran_marks, region, shared_sizes, spotlight, step_colours, transposes
+from . import (
+    cap,
+    chains,
+    far_uses,
+    focus,
+    module_clusters,
+    palette,
+    ran_marks,
+    region,
+    shared_sizes,
+    spotlight,
+    step_colours,
+    transposes,
+)
 from .legend import columns, features
 from .marks import NO_MARKS, Grouping, Marks
 from .scene import Scene
@@ -32,6 +45,10 @@ def scene_of(snap: Snapshot, title=None, highlight=(), marks: Marks = NO_MARKS, 
         module_clusters.group(scene, grouping)
     cap.add_more_box(scene, snap)
     focus.add_above_box(scene, snap)
+    focus.add_outside_box(scene, snap)
+    chained = chains.fold(scene, snap) if marks.compact else 0
+    if marks.compact:
+        focus.compact_params(scene, snap)
     step_colours.thicken(scene, marks)
     if grouping is not None:
         module_clusters.order_only(scene, grouping)
@@ -43,6 +60,8 @@ def scene_of(snap: Snapshot, title=None, highlight=(), marks: Marks = NO_MARKS, 
         keys = features([snap], m, grouping) if entries is None else entries
         if region.REGION in scene.boxes:
             keys = [*keys, "region"]
+        if chained:
+            keys = [*keys, "chain"]
         scene.legend = palette.entries(keys, marks.legend)
         scene.legend_columns = columns(scene.legend)
     return scene

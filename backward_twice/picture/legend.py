@@ -44,7 +44,9 @@ def features(snaps, marks: Marks, grouping=None) -> list[str]:
         present.append("repeat")
     if any(snap.truncated for snap in snaps):
         present.append("more")
-    if any(snap.above is not None for snap in snaps):
+    if any(snap.outside is not None for snap in snaps):      # a module drawn by path: one entry for both boxes
+        present.append("outside")
+    elif any(snap.above is not None for snap in snaps):
         present.append("above")
     return present
 

@@ -12,6 +12,8 @@ class Marks:
     training step that made an op, where backward stopped); path: {(from id, to id)}, edges drawn
     thick; legend: ((colour, words), ...) added to the legend; spotlight: ids drawn as usual, every
     other box faded; region: boxes more than one edge from the spotlight folded into one count (region.py);
+    compact: a module drawn by path, compact: chains of ops that saved no tensor folded (chains.py), settings
+    left to the text form, parameters on one line each (focus.compact_params);
     notes: {id: one line}, a recorded fact about a box ('made at train.py:12, step 3'), drawn as the
     box's last row, word for word (the caller words it; the picture never shortens or drops it);
     tags: {id: a short word}, what a box's fill means ('step 2'), drawn on its first row: no
@@ -25,6 +27,7 @@ class Marks:
     legend: tuple = ()
     spotlight: frozenset = frozenset()     # when set, every other box is faded: the change stands out
     region: bool = False                   # only the spotlight and its neighbours drawn, the rest counted
+    compact: bool = False                  # a module drawn by path, compact (chains.py, focus.compact_params)
     notes: Mapping[str, str] = field(default_factory=dict)
     tags: Mapping[str, str] = field(default_factory=dict)
 

@@ -82,6 +82,8 @@ LEGEND = {
     "repeat": (swatch(CALL_FILL, colour=CLUSTER, style="dashed", border=1), "xN: N blocks like this one, folded"),
     "more": (swatch(colour=CLUSTER, style="dashed", border=1), "nodes beyond max_nodes, counted"),
     "above": (swatch(colour=CLUSTER, style="dashed", border=1), "nodes from the focus to the roots, counted"),
+    "outside": (swatch(colour=CLUSTER, style="dashed", border=1), "nodes outside the module (in, above), counted"),
+    "chain": (swatch(OP, colour=EDGE, style="dashed", border=1), "A \u2192 B: ops in a chain, none saved a tensor"),
     "region": (swatch(colour=CLUSTER, style="dashed", border=1), "unchanged nodes, counted, not drawn"),
 }
 

@@ -14,6 +14,10 @@ def describe(snap: Snapshot) -> str:
     if snap.above is not None:
         a = snap.above
         lines.append(f"focus on {', '.join(a.focus)}: NOT DRAWN: {a.headline()} ({a.kinds()})")
+    if snap.outside is not None:
+        o = snap.outside
+        into = f", into {', '.join(o.into)}" if o.into else ""
+        lines.append(f"inside {o.scope}: NOT DRAWN: {o.headline()}{into} ({o.kinds()})")
     for t in snap.tensors.values():
         if t.role is not Role.LEAF:
             continue
