@@ -324,12 +324,19 @@ def container_of(ns: dict, path: str) -> tuple[str, object]:
     if m:
         base = _resolve(ns, m.group("base"))
         if isinstance(base, (tuple, list, dict)):
+            # a tuple inside a tuple cannot be assigned to: keep the outer one (past_key_values, a
+            # tuple of (key, value) per layer)
+            up = re.match(r"(?P<base>.+)\[[^\[\]]+\]$", m.group("base"))
+            if isinstance(base, tuple) and up and isinstance(_resolve(ns, up.group("base")), tuple):
+                return up.group("base"), _resolve(ns, up.group("base"))
             return m.group("base"), base
     return path, _resolve(ns, path)
 
 
 def detach_snippet(path: str, obj) -> str:
     """One line that detaches what `path` holds, written for its type."""
+    if isinstance(obj, tuple) and obj and all(isinstance(x, (tuple, list)) for x in obj):
+        return f"{path} = tuple(tuple(t.detach() for t in x) for x in {path})"
     if isinstance(obj, tuple):
         return f"{path} = tuple(t.detach() for t in {path})"
     if isinstance(obj, list):

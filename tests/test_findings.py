@@ -148,12 +148,23 @@ def test_retaining_is_not_offered_when_a_step_in_between_changed_what_the_graph_
      lambda v: isinstance(v, tuple) and all(t.grad_fn is None for t in v)),
     ([torch.ones(2, requires_grad=True) * 2], "memory", lambda v: isinstance(v, list) and v[0].grad_fn is None),
     ({"M": torch.ones(2, requires_grad=True) * 2}, "mem", lambda v: isinstance(v, dict) and v["M"].grad_fn is None),
+    (tuple((torch.ones(2, requires_grad=True) * 2, torch.ones(2, requires_grad=True) * 3) for _ in range(2)), "past",
+     lambda v: isinstance(v, tuple) and all(isinstance(x, tuple) and x[1].grad_fn is None for x in v)),
 ])
 def test_a_detach_snippet_runs_on_the_users_own_object(obj, path, check):
     line = findings.detach_snippet(path, obj)
     ns = {path: obj}
     exec(line, ns)
     assert check(ns[path]), line
+
+
+def test_a_tuple_of_tuples_is_detached_as_a_whole_since_its_items_cannot_be_assigned():
+    past = tuple((torch.ones(2, requires_grad=True) * 2, torch.ones(2, requires_grad=True) * 3) for _ in range(3))
+    ns = {"past": past}
+    path, obj = findings.container_of(ns, "past[1][0]")
+    assert path == "past" and obj is past
+    exec(findings.detach_snippet(path, obj), ns)
+    assert all(t.grad_fn is None for layer in ns["past"] for t in layer)
 
 
 def test_a_module_attribute_and_an_item_of_a_tuple_are_detached_where_they_are_kept():
