@@ -382,8 +382,14 @@ def _with_kwarg(site: Site, kwarg: str) -> tuple[str, Edit] | None:
         if depth == 0:
             break
     inner = text[m.end():i].strip()
-    if kwarg.split("=")[0] in inner:
-        inner = re.sub(kwarg.split("=")[0] + r"\s*=\s*\w+", kwarg, inner)
+    key = kwarg.split("=")[0]
+    at = re.search(rf"(?<![\w.]){key}\s*=", inner)
+    if at:                     # replace the whole value (`retain_graph=self.retain_graph`), up to its comma
+        depth, j = 0, at.end()
+        while j < len(inner) and not (depth == 0 and inner[j] == ","):
+            depth += {"(": 1, "[": 1, "{": 1, ")": -1, "]": -1, "}": -1}.get(inner[j], 0)
+            j += 1
+        inner = inner[:at.start()] + kwarg + inner[j:]
         new = text[:m.end()] + inner + text[i:]
     else:
         new = text[:m.end()] + (inner + ", " if inner else "") + kwarg + text[i:]
@@ -661,10 +667,17 @@ def rule_step_between(f: Facts) -> Finding | None:
     s = f.steps_between[0]
     keep = _with_kwarg(f.freer.site, "retain_graph=True")
     move = ()
-    if keep is not None and s.site.file == f.failed.site.file and _statement_end(s.site) == s.site.line:
-        end = _statement_end(f.failed.site)
-        move = (keep[1], Edit(s.site.file, s.site.line, ()),
-                Edit(s.site.file, end + 1, (_indent(f.failed.site) + s.site.code(),), insert=True))
+    block = _block_move((s.site, *s.outer), f.failed.site)
+    if block is not None:
+        import dataclasses
+        import linecache
+
+        s = dataclasses.replace(s, site=block[0])
+        if keep is not None:
+            end = _statement_end(f.failed.site)
+            text = tuple(linecache.getline(s.site.file, n).rstrip("\n") for n in range(block[1], block[2] + 1))
+            move = (keep[1], *(Edit(s.site.file, n, ()) for n in range(block[1], block[2] + 1)),
+                    Edit(s.site.file, end + 1, text, insert=True))
     opts = [Option("if both losses should use the weights as they were before the step",
                    f"Call every backward() before `{s.site.code()}` at {s.site.short()}: move that line below "
                    f"{f.failed.site.short()}, and keep the graph at the first call"
@@ -827,6 +840,14 @@ def rule_reused_after_backward(f: Facts) -> Finding | None:
                                    f"Have it computed again in every step (for a cache, clear `{p}` before each "
                                    "step's forward), so that each step builds its own graph for it.",
                                    "Each backward frees only its own step's part.", kind="recompute-in-step"))
+            store = _store_of(p, s) if not re.fullmatch(r"\w+", p) else None
+            if store is not None:          # `self.cached_freqs = freqs`, a few lines below where freqs was made
+                site_s, new = store
+                opts.append(Option(f"if `{p}` is fixed data that should not be trained",
+                                   f"Keep it detached: write `{new}` at {site_s.short()}.",
+                                   "Nothing trains through what is kept; no graph is kept with it.",
+                                   (Edit(site_s.file, site_s.line, (_indent(site_s) + new,)),), kind="recompute-in-step"))
+                continue
             edits = ((Edit(s.file, _statement_end(s) + 1, (_indent(s) + detach_snippet(p, o),), insert=True),)
                      if re.fullmatch(r"\w+", p) else ())
             opts.append(Option(f"if `{p}` is fixed data that should not be trained",
@@ -906,8 +927,10 @@ def _aliases(groups: dict, ns: dict) -> dict:
     (`memory` -> `cache[0]`, `h` -> `state[1]`), or the very same object under a second name
     (`state[0]` -> `new[0]` after `state = new`); the first name of each object is kept."""
     out, first = {}, {}
-    for p, (o, _s, _st) in groups.items():
-        m = re.fullmatch(r"(?P<base>.+)(?P<idx>\[[^\[\]]+\])", p)
+    # a name reached through a container (`sfs[1].features`) outlives a loop's name for it (`sf`)
+    for p, (o, _s, _st) in sorted(groups.items(), key=lambda kv: ("[" not in kv[0], len(kv[0]))):
+        m = (re.fullmatch(r"(?P<base>.+)(?P<idx>\[[^\[\]]+\])", p)
+             or re.fullmatch(r"(?P<base>.+)(?P<idx>\.\w+)", p))    # `sf.features` is `sfs[1].features`
         box = _resolve(ns, m.group("base")) if m else None
         if o is None or box is None:       # two names of one tensor (`mem`, `lif1.mem`): each is rebound
             continue
@@ -925,6 +948,26 @@ def _aliases(groups: dict, ns: dict) -> dict:
                 out[p] = q
                 break
     return out
+
+
+def _store_of(path: str, made: Site) -> tuple[Site, str] | None:
+    """For an attribute kept across steps (`model.rotary.cached_freqs`): the line at or below where its
+    value was made that stores it (`self.cached_freqs = freqs`), and that line storing it detached."""
+    import linecache
+
+    last = re.split(r"[.\[]", path)[-1].strip("]'\"")
+    if not re.fullmatch(r"\w+", last):
+        return None
+    for n in range(made.line, made.line + 30):
+        text = linecache.getline(made.file, n)
+        if not text:
+            break
+        got = re.fullmatch(rf"\s*(?P<lhs>[\w.]*\.{last})\s*=\s*(?P<rhs>[^=].*?)\s*(#.*)?", text.rstrip("\n"))
+        if got:
+            rhs = got.group("rhs")
+            rhs = f"{rhs}.detach()" if re.fullmatch(r"[\w.]+", rhs) else f"({rhs}).detach()"
+            return Site(made.file, n, made.function), f"{got.group('lhs')} = {rhs}"
+    return None
 
 
 def _cache_entry(f: Facts, path: str, made: Site) -> list | None:
@@ -1044,6 +1087,8 @@ def rule_kept_unnamed(f: Facts) -> Finding | None:
             how_to_tell="Should each step's loss train what computes it?")
     unsafe = _stepped_old(f)
     opts = [] if unsafe else [_sum_option(f)]
+    for o in opts:
+        o.condition = "if both losses should train the part they share"
     r = None if unsafe else _retain_option(f, condition="if both losses should train it")
     if r:
         opts.append(r)
@@ -1321,11 +1366,16 @@ def rule_inplace_recorded(f: Facts) -> Finding | None:
     names = _names_of(f, w)
     name_words = (" (" + ", ".join(f"`{n}`" for n in names) + ")") if names else ""
     if w.optimizer_step:
-        move = ()
-        if f.failed is not None and w.site.file == f.failed.site.file and _statement_end(w.site) == w.site.line:
-            move = (Edit(w.site.file, w.site.line, ()),
-                    Edit(w.site.file, _statement_end(f.failed.site) + 1, (_indent(f.failed.site) + w.site.code(),),
-                         insert=True))
+        move, step_site = (), w.site
+        block = _block_move((w.site, *w.outer), f.failed.site) if f.failed is not None else None
+        if block is not None:       # the step's statement in the failing call's block (a wrapper's caller)
+            import linecache
+
+            step_site, a, b = block
+            text = tuple(linecache.getline(step_site.file, n).rstrip("\n") for n in range(a, b + 1))
+            move = (*(Edit(step_site.file, n, ()) for n in range(a, b + 1)),
+                    Edit(step_site.file, _statement_end(f.failed.site) + 1, text, insert=True))
+        w = _with_site(w, step_site)
         apart = _detach_from_changed(f, w)
         return Finding(
             "inplace-optimizer-step",
@@ -1428,6 +1478,13 @@ def _block_move(write_sites, before: Site) -> tuple[Site, int, int] | None:
     return None
 
 
+def _with_site(w, site: Site):
+    """A copy of the write `w` named at `site` (the user's statement that made the step)."""
+    import dataclasses
+
+    return w if site == w.site else dataclasses.replace(w, site=site)
+
+
 def _persistent_write(f: Facts, w, t) -> Finding | None:
     """A write into state that outlives the step (a parameter, a buffer, a leaf: an EMA teacher's
     `tp.mul_(0.99).add_(sp, alpha=0.01)`, a weight clamp) made between the forward that saved it and
@@ -1512,10 +1569,13 @@ def _detach_from_changed(f: Facts, w) -> Option | None:
         m = made_at(user) if user is not None else None
         got = _detach_at_use(m[0], path) if m is not None and m[0] is not None else None
         if got is not None:
-            found.append((fn._sequence_nr(), path, m[0], got))
+            kept = len({id(x.variable) for x in _reach([f.root.grad_fn], fn, m[0]) if is_leaf_node(x)})
+            found.append((kept, -fn._sequence_nr(), path, m[0], got))
     if not found:
         return None
-    _, path, site, got = max(found)         # the one made last: nearest this loss
+    # the cut that leaves this loss the most to train: nearest the changed weight (`decoded` where the
+    # discriminator reads it, not the discriminator's output `disc_fake`)
+    _, _, path, site, got = max(found)
     names = _names_of(f, w)
     return Option(f"if this loss should not train {'`' + names[0] + '`' if names else 'the weights the step changed'}"
                   f" (nor what computes `{path}`)",

@@ -137,6 +137,7 @@ class OptStep:
     changed: int
     step: int = 0
     params: tuple = ()        # weak references to the parameters it changed
+    outer: tuple = ()         # the user's lines that called the line of the step (a wrapper's caller)
 
 
 @dataclass
@@ -217,6 +218,8 @@ def outer_sites(limit: int = 4) -> tuple:
             if seen_user:
                 out.append(_site(frame))
             seen_user = True
+            if frame.f_code.co_name == "<module>":
+                break             # the program's (or the cell's) top level: what runs it is not the user's
         frame = frame.f_back
     return tuple(out)
 
@@ -419,7 +422,7 @@ class Recorder(TorchFunctionMode):
             ref = weakref.ref(t)
         except TypeError:
             ref = None
-        outer = outer_sites(3) if self.in_optimizer is None else ()
+        outer = outer_sites(3) if self.in_optimizer is None else getattr(self, "_step_outer", ())
         self.writes.append(Write(op, site, inner if inner != site else None, before, after, self.step,
                                  _storage(t), tuple(t.shape), ref, self.in_optimizer is not None, self.n_calls,
                                  outer))
@@ -478,6 +481,7 @@ class Recorder(TorchFunctionMode):
     def _pre_step(self, optimizer, args, kwargs):
         site, _ = caller_sites(3)
         self.in_optimizer = site
+        self._step_outer = outer_sites(3)
         self._versions = [(p, p._version) for g in optimizer.param_groups for p in g["params"]]
 
     def _post_step(self, optimizer, args, kwargs):
@@ -486,7 +490,7 @@ class Recorder(TorchFunctionMode):
         changed = [weakref.ref(p) for p, v in getattr(self, "_versions", ()) if p._version != v]
         self._versions = []
         self.opt_steps.append(OptStep(self.step + 1, site, type(optimizer).__name__, len(changed), self.step,
-                                      tuple(changed)))
+                                      tuple(changed), getattr(self, "_step_outer", ())))
         self.step += 1
         self._age()
 

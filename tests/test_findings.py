@@ -178,3 +178,19 @@ def test_a_module_attribute_and_an_item_of_a_tuple_are_detached_where_they_are_k
     assert path == "net.hidden" and obj is net.hidden
     exec(findings.detach_snippet(path, obj), ns)
     assert all(t.grad_fn is None for t in net.hidden)
+
+
+@pytest.mark.parametrize("line, expected", [
+    ("score.mean().backward(retain_graph=self.retain_graph)", "score.mean().backward(retain_graph=True)"),
+    ("loss.backward(retain_graph=f(a, b), create_graph=False)", "loss.backward(retain_graph=True, create_graph=False)"),
+    ("loss.backward()", "loss.backward(retain_graph=True)"),
+    ("loss.backward(g)", "loss.backward(g, retain_graph=True)"),
+])
+def test_retain_graph_is_written_into_the_call_whatever_value_it_had(tmp_path, line, expected):
+    """A Grad-CAM's `backward(retain_graph=self.retain_graph)` once became `retain_graph=True.retain_graph`."""
+    from backward_twice.recorder import Site
+
+    src = tmp_path / "step.py"
+    src.write_text(line + "\n")
+    new, _ = findings._with_kwarg(Site(str(src), 1, "<module>"), "retain_graph=True")
+    assert new == expected
