@@ -39,7 +39,8 @@ from .walk import node_key, snapshot, snapshot_with_ids
 class GraphPicture(Picture):
     """One snapshot of a graph (grouped by module calls when `grouping` is given). A long run of
     identical blocks of ops (an unrolled RNN) is drawn as its first block and one 'xN' box
-    (backward_twice.picture.repeats), and the text form's last line says so. simpler: as for Picture."""
+    (backward_twice.picture.repeats), titled so, and the text form's last line says so. simpler: as
+    for Picture; fold_notes: {number of a simpler picture: what it folded}, said in the text when drawn."""
 
     def __init__(self, snap: Snapshot, title: str | None = None, highlight=(),
                  grouping: render.Grouping | None = None, text: str | None = None, simpler=None):
@@ -47,12 +48,59 @@ class GraphPicture(Picture):
         head = f"{title}\n" if title else ""
         text = head + (describe(snap) if text is None else text)
         folded = repeats.fold(snap) if grouping is None else None
+        self.folded = None
         if folded is not None and folded.ops_folded >= repeats.FOLD_FROM_OPS:
-            grouping = render.Grouping(of={}, clusters={}, boxes=folded.boxes, box_edges=folded.box_edges)
-            snap, text = folded.snap, text + "\npicture: " + folded.words
-        self.folded = folded if grouping is not None and folded is not None else None
+            grouping, self.folded = folded.grouping, folded
+            snap, text, title = folded.snap, text + "\npicture: " + folded.words, folded.title(title)
+        self.fold_notes: dict[int, str] = {}
         super().__init__(render.to_dot(snap, title, highlight, grouping=grouping), text, simpler=simpler,
                          alt=alt_of(self.snapshot, title))
+
+    @property
+    def text(self) -> str:
+        words = Picture.text.fget(self)
+        note = self.fold_notes.get(self.simplified)
+        return f"{words}\npicture: {note}" if note else words
+
+    @text.setter
+    def text(self, value: str) -> None:
+        self._text = value
+
+
+def folded_pictures(snap: Snapshot, title=None, marks=None, folded=None, whole=True, notes=None, cuts=None):
+    """DOT of `snap` with its repeated blocks folded (repeats.fold): whole (when `whole`), then cut to
+    fewer nodes each time, nearest the output (repeats.cut), each titled with what it folded and left
+    out; nothing when nothing repeats. notes: a list that gets each picture's fold words; cuts: at
+    most this many cut pictures."""
+    folded = repeats.fold(snap) if folded is None else folded
+    if folded is None:
+        return
+    marks = render.NO_MARKS if marks is None else marks
+    if whole:
+        if notes is not None:
+            notes.append(folded.words)
+        yield render.to_dot(folded.snap, folded.title(title), marks=marks, grouping=folded.grouping)
+    if cuts == 0:
+        return
+    near = repeats.cut_beyond(folded)
+    if near is not None:
+        if notes is not None:
+            notes.append(f"{near.words}; what feeds the folded blocks is counted in one box")
+        yield render.to_dot(near.snap, near.title(_beyond_title(title)), marks=marks, grouping=near.grouping)
+    for n in list(render.caps(len(folded.snap.ops) + folded.snap.leaf_count))[:cuts]:
+        small = repeats.cut(folded, n)
+        if not small.boxes:
+            return                  # cut past the folded blocks: the plain cuts say the same
+        if notes is not None:
+            notes.append(f"{small.words}; drawn up to {n} nodes, the rest counted in one box")
+        words = f"the {n} nodes nearest the output"
+        yield render.to_dot(small.snap, small.title(f"{title}: {words}" if title else words), marks=marks,
+                            grouping=small.grouping)
+
+
+def _beyond_title(title) -> str:
+    words = "the part nearest the output"
+    return f"{title}: {words}" if title else words
 
 
 class ComparePicture(Picture):
@@ -107,6 +155,7 @@ class ComparePicture(Picture):
         changes marked on 'after'; the text keeps both)."""
         from .picture import cap
         b, a = self.before, self.after
+        yield from self._folded_pairs(marks)
         for n in list(render.caps(max(len(b.ops) + b.leaf_count, len(a.ops) + a.leaf_count)))[:2]:
             cb, ca = cap.cut(b, n), cap.cut(a, n)
             titles = (render.short_cut_title(self.titles[0], n), render.short_cut_title(self.titles[1], n))
@@ -114,6 +163,34 @@ class ComparePicture(Picture):
         view = self.after_view(note="the pair does not fit at notebook width: 'after' only")
         yield view.dot
         yield from view.simpler()
+
+    def _folded_pairs(self, marks, cuts=3):
+        """The pair with the same repeated blocks folded in both halves (the runs found in 'before',
+        where every block still holds its tensors), stacked: whole, then cut to fewer nodes."""
+        from .picture import dot_writer
+        from .picture.build import scene_of
+        from .picture.legend import columns, features
+        from .picture.palette import entries
+        runs = repeats.find_runs(self.before)
+        fb, fa = repeats.fold(self.before, runs), repeats.fold(self.after, runs)
+        if fb is None or fa is None:
+            return
+        caps = list(render.caps(max(len(x.snap.ops) + x.snap.leaf_count for x in (fb, fa))))[:cuts]
+        for n in (None, *caps):
+            cb, ca = (fb, fa) if n is None else (repeats.cut(fb, n), repeats.cut(fa, n))
+            if not (cb.boxes and ca.boxes):
+                return
+            titles = [t if n is None else render.short_cut_title(t, n) for t in self.titles]
+            titles = [titles[0], ca.title(titles[1])]
+            sizes = render.pair_sizes(cb.snap, ca.snap, titles, marks)
+            dots = []
+            for f, t, m in ((cb, titles[0], render.NO_MARKS), (ca, titles[1], marks)):
+                scene = scene_of(f.snap, marks=m, sizes=sizes, legend=False, grouping=f.grouping)
+                scene.title, scene.title_on_top = t, True
+                scene.title_width = sizes.get("title", (None,))[0]
+                dots.append(dot_writer.write(scene))
+            legend = entries(features([cb.snap, ca.snap], marks, ca.grouping), marks.legend)
+            yield (*dots, dot_writer.write_legend(legend, columns(legend)))
 
     def after_view(self, spotlight=None, note=None) -> Picture:
         """Only the 'after' picture, with the changes marked and every unchanged box faded: the
@@ -144,10 +221,10 @@ class ComparePicture(Picture):
             # neighbours faded, the rest counted (none when everything ran or nothing changed); then
             # the part nearest the output, fewer nodes each time (each picture says what it left out)
             folded = repeats.fold(a)
-            if folded is not None and folded.ops_folded >= repeats.FOLD_FROM_OPS:
-                grouping = render.Grouping(of={}, clusters={}, boxes=folded.boxes, box_edges=folded.box_edges)
-                titles.append(f"{self.titles[1]}: what changed, repeated blocks folded (faded: unchanged)")
-                yield render.to_dot(folded.snap, titles[-1], marks=marks, grouping=grouping)
+            fold_title = f"{self.titles[1]}: what changed"
+            for dot in folded_pictures(a, fold_title, marks, folded=folded, cuts=0):
+                titles.append(folded.title(fold_title))
+                yield dot
             region_title = f"{self.titles[1]}: what changed, and its neighbours (faded)"
             dot = render.region_dot(a, region_title, marks)
             if dot is not None:
@@ -160,6 +237,10 @@ class ComparePicture(Picture):
                 if not by_module.simplified:
                     titles.append(by_module.text.splitlines()[0])
                     yield by_module.dot
+            fold_notes: list[str] = []
+            for dot in folded_pictures(a, fold_title, marks, folded=folded, whole=False, notes=fold_notes):
+                titles.append(f"{fold_title}: {fold_notes[-1]}")
+                yield dot
             for n in render.caps(len(a.ops) + a.leaf_count):
                 titles.append(render.short_cut_title(self.titles[1], n))
                 yield render.to_dot(capping.cut(a, n), titles[-1], marks=marks)
@@ -263,19 +344,43 @@ def draw(*roots, names=None, title=None, max_nodes=300, modules=None, focus=None
     names = with_parameter_names(roots, names)
     snap = snapshot(*roots, names=names, options=options)
 
-    def simpler():      # fewer nodes, until the picture fits at notebook width (each says so)
+    notes: list[str] = []       # what each simpler picture folded ('' : nothing)
+
+    def simpler():
+        # until the picture fits at notebook width (each says what it left out): repeated blocks
+        # folded (when draw did not fold them already), a box per module call (a recorded model),
+        # the folded picture cut to fewer nodes, then fewer nodes
+        folded = repeats.fold(snap)
+        if pic.folded is None:
+            yield from folded_pictures(snap, title, folded=folded, notes=notes, cuts=0)
         rec = recording_covering(roots) if focus is None else None
         if rec is not None and len(rec.calls) > 1:   # a recorded model with parts: a box per call, if that fits
             by_module = grouped_picture(roots, names=names, title=_by_module_title(title), max_nodes=max_nodes,
                                         modules=rec, options=options)
             _ = by_module.svg
             if not by_module.simplified:
+                notes.append("")
                 yield by_module.dot
+        yield from folded_pictures(snap, title, folded=folded, notes=notes, whole=False)
         for cap in render.caps(len(snap.ops) + len(snap.tensors)):
             small = snapshot(*roots, names=names, options=dataclasses.replace(options, max_nodes=cap))
+            notes.append("")
             yield GraphPicture(small, render.cut_title(title, cap)).dot
 
-    return GraphPicture(snap, title, simpler=simpler)
+    pic = GraphPicture(snap, title, simpler=simpler)
+    pic.fold_notes = _Notes(notes)
+    return pic
+
+
+class _Notes(dict):
+    """{simpler picture number: fold words} read from the list simpler() fills as it goes."""
+
+    def __init__(self, notes: list):
+        super().__init__()
+        self.notes = notes
+
+    def get(self, k, default=None):
+        return (self.notes[k - 1] or default) if 0 < k <= len(self.notes) else default
 
 
 SIMPLEST_CAP = render.SIMPLEST_CAP
@@ -395,6 +500,34 @@ class Watch:
         if rec is not None and len(rec.calls) > 1:   # a model with parts: after views may draw a box per call
             roots, names = self.roots, self.names
             self.picture.by_module = lambda title: grouped_picture(roots, names=names, title=title, modules=rec)
+
+    def _folded_pairs(self, marks, cuts=3):
+        """The pair with the same repeated blocks folded in both halves (the runs found in 'before',
+        where every block still holds its tensors), stacked: whole, then cut to fewer nodes."""
+        from .picture import dot_writer
+        from .picture.build import scene_of
+        from .picture.legend import columns, features
+        from .picture.palette import entries
+        runs = repeats.find_runs(self.before)
+        fb, fa = repeats.fold(self.before, runs), repeats.fold(self.after, runs)
+        if fb is None or fa is None:
+            return
+        caps = list(render.caps(max(len(x.snap.ops) + x.snap.leaf_count for x in (fb, fa))))[:cuts]
+        for n in (None, *caps):
+            cb, ca = (fb, fa) if n is None else (repeats.cut(fb, n), repeats.cut(fa, n))
+            if not (cb.boxes and ca.boxes):
+                return
+            titles = [t if n is None else render.short_cut_title(t, n) for t in self.titles]
+            titles = [titles[0], ca.title(titles[1])]
+            sizes = render.pair_sizes(cb.snap, ca.snap, titles, marks)
+            dots = []
+            for f, t, m in ((cb, titles[0], render.NO_MARKS), (ca, titles[1], marks)):
+                scene = scene_of(f.snap, marks=m, sizes=sizes, legend=False, grouping=f.grouping)
+                scene.title, scene.title_on_top = t, True
+                scene.title_width = sizes.get("title", (None,))[0]
+                dots.append(dot_writer.write(scene))
+            legend = entries(features([cb.snap, ca.snap], marks, ca.grouping), marks.legend)
+            yield (*dots, dot_writer.write_legend(legend, columns(legend)))
 
     def after_view(self, spotlight=None, note=None) -> Picture:
         """The 'after' picture with the changes marked, unchanged boxes faded (ComparePicture.after_view)."""
