@@ -16,7 +16,7 @@ import contextlib
 import dataclasses
 
 from . import render
-from .modules import focus_nodes, grouped_picture, recording_covering
+from .modules import focus_nodes, folded_pictures, grouped_picture, recording_covering
 from .picture import cap as capping
 from .picture import repeats
 from .picture.alt_text import alt_of, call_of, pair_alt
@@ -43,11 +43,18 @@ class GraphPicture(Picture):
     for Picture; fold_notes: {number of a simpler picture: what it folded}, said in the text when drawn."""
 
     def __init__(self, snap: Snapshot, title: str | None = None, highlight=(),
-                 grouping: render.Grouping | None = None, text: str | None = None, simpler=None):
+                 grouping: render.Grouping | None = None, text: str | None = None, simpler=None,
+                 fold_from: Snapshot | None = None):
+        """fold_from: a snapshot of the same graph walked further than `snap` (beyond its max_nodes),
+        whose repeated blocks are folded instead, then drawn up to max_nodes (repeats.cut)."""
         self.snapshot = snap
         head = f"{title}\n" if title else ""
         text = head + (describe(snap) if text is None else text)
-        folded = repeats.fold(snap) if grouping is None else None
+        folded = None if grouping is not None else repeats.fold(snap if fold_from is None else fold_from)
+        if folded is not None and fold_from is not None and snap.options is not None:
+            folded = repeats.cut(folded, snap.options.max_nodes)
+            if not folded.boxes:         # the repeats lie beyond max_nodes: those within it
+                folded = repeats.fold(snap)
         self.folded = None
         if folded is not None and folded.ops_folded >= repeats.FOLD_FROM_OPS:
             grouping, self.folded = folded.grouping, folded
@@ -65,42 +72,6 @@ class GraphPicture(Picture):
     @text.setter
     def text(self, value: str) -> None:
         self._text = value
-
-
-def folded_pictures(snap: Snapshot, title=None, marks=None, folded=None, whole=True, notes=None, cuts=None):
-    """DOT of `snap` with its repeated blocks folded (repeats.fold): whole (when `whole`), then cut to
-    fewer nodes each time, nearest the output (repeats.cut), each titled with what it folded and left
-    out; nothing when nothing repeats. notes: a list that gets each picture's fold words; cuts: at
-    most this many cut pictures."""
-    folded = repeats.fold(snap) if folded is None else folded
-    if folded is None:
-        return
-    marks = render.NO_MARKS if marks is None else marks
-    if whole:
-        if notes is not None:
-            notes.append(folded.words)
-        yield render.to_dot(folded.snap, folded.title(title), marks=marks, grouping=folded.grouping)
-    if cuts == 0:
-        return
-    near = repeats.cut_beyond(folded)
-    if near is not None:
-        if notes is not None:
-            notes.append(f"{near.words}; what feeds the folded blocks is counted in one box")
-        yield render.to_dot(near.snap, near.title(_beyond_title(title)), marks=marks, grouping=near.grouping)
-    for n in list(render.caps(len(folded.snap.ops) + folded.snap.leaf_count))[:cuts]:
-        small = repeats.cut(folded, n)
-        if not small.boxes:
-            return                  # cut past the folded blocks: the plain cuts say the same
-        if notes is not None:
-            notes.append(f"{small.words}; drawn up to {n} nodes, the rest counted in one box")
-        words = f"the {n} nodes nearest the output"
-        yield render.to_dot(small.snap, small.title(f"{title}: {words}" if title else words), marks=marks,
-                            grouping=small.grouping)
-
-
-def _beyond_title(title) -> str:
-    words = "the part nearest the output"
-    return f"{title}: {words}" if title else words
 
 
 class ComparePicture(Picture):
@@ -343,6 +314,9 @@ def draw(*roots, names=None, title=None, max_nodes=300, modules=None, focus=None
                                expand=expand, focus=focus, options=options)
     names = with_parameter_names(roots, names)
     snap = snapshot(*roots, names=names, options=options)
+    wide = None         # a graph beyond max_nodes: its repeats are found further (then drawn up to max_nodes)
+    if snap.truncated and max_nodes < FOLD_WALK:
+        wide = snapshot(*roots, names=names, options=dataclasses.replace(options, max_nodes=FOLD_WALK))
 
     notes: list[str] = []       # what each simpler picture folded ('' : nothing)
 
@@ -350,7 +324,7 @@ def draw(*roots, names=None, title=None, max_nodes=300, modules=None, focus=None
         # until the picture fits at notebook width (each says what it left out): repeated blocks
         # folded (when draw did not fold them already), a box per module call (a recorded model),
         # the folded picture cut to fewer nodes, then fewer nodes
-        folded = repeats.fold(snap)
+        folded = pic.folded or repeats.fold(snap)
         if pic.folded is None:
             yield from folded_pictures(snap, title, folded=folded, notes=notes, cuts=0)
         rec = recording_covering(roots) if focus is None else None
@@ -367,7 +341,7 @@ def draw(*roots, names=None, title=None, max_nodes=300, modules=None, focus=None
             notes.append("")
             yield GraphPicture(small, render.cut_title(title, cap)).dot
 
-    pic = GraphPicture(snap, title, simpler=simpler)
+    pic = GraphPicture(snap, title, simpler=simpler, fold_from=wide)
     pic.fold_notes = _Notes(notes)
     return pic
 
@@ -384,6 +358,7 @@ class _Notes(dict):
 
 
 SIMPLEST_CAP = render.SIMPLEST_CAP
+FOLD_WALK = 5_000       # draw() walks a graph beyond max_nodes this far to find its repeated blocks
 
 
 def with_parameter_names(roots, names):

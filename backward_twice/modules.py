@@ -32,6 +32,7 @@ from dataclasses import dataclass
 import torch
 
 from . import render
+from .picture import repeats
 from .picture.alt_text import alt_of
 from .picture.figure import Picture
 from .picture.layout import fits, reads_at, shown_px, smallest_text_px
@@ -326,9 +327,14 @@ def _subtree(groups, key) -> list:
 
 
 def _signature(snap, groups, key):
+    """A call's class and its ops (names, and the shapes and dtypes of what they hold): two calls
+    fold together only when they are the same block on the same shapes. A freed slot counts by its
+    slot only: its size is known only where an earlier walk saw it (watch's first max_nodes)."""
     nodes = _subtree(groups, key)
-    names = Counter(snap.ops[n].name for n in nodes if n in snap.ops)
-    return groups[key].call.kind, tuple(sorted(names.items()))
+    ops = Counter((snap.ops[n].name, tuple((s.slot, s.shape, s.dtype) if s.state is SavedState.HELD else (s.slot,)
+                                           for s in snap.ops[n].saved))
+                  for n in nodes if n in snap.ops)
+    return groups[key].call.kind, tuple(sorted(ops.items(), key=repr))
 
 
 _INDEXED = re.compile(r"^(.*?)(\d+)$")
@@ -453,7 +459,8 @@ def grouped_picture(roots, names=None, title=None, max_nodes=300, modules=None, 
 
     if expand not in (None, True):
         overview()          # names in expand= checked now (the picture is laid out lazily)
-    def simpler():      # neither form fits: the graph nearest the loss, fewer nodes each time (each says so)
+    def simpler():      # neither form fits: repeats folded, the graph nearest the loss, fewer nodes (each says so)
+        yield from folded_pictures(full, title, notes=pic.fold_notes)
         yield from render.simpler_cuts(full, title)
 
     # auto: the overview is built only if the op-by-op picture turns out not to read
@@ -775,6 +782,7 @@ class ModulePicture(Picture):
         self.overview = overview
         self.compact = False      # the overview drawn with each call's totals only
         self.drill = None         # the module path to focus next (next_focus), said when the picture simplifies
+        self.fold_notes: list[str] = []   # what each of the first simpler pictures folded (repeats)
 
     @property
     def form(self) -> str:
@@ -804,6 +812,8 @@ class ModulePicture(Picture):
         """Picture's text; when the calls are drawn as boxes of totals only, or fewer nodes are drawn,
         a last line says which module path to focus next (the call that saved the most)."""
         words = Picture.text.fget(self)
+        if 0 < self.simplified <= len(self.fold_notes):
+            words += f"\npicture: {self.fold_notes[self.simplified - 1]}"
         if (self.compact or self.simplified) and self.drill:
             words += (f"\npicture: to see inside a call, draw it by its path: draw(..., modules=model, "
                       f"focus={self.drill!r}) draws the ops of the call that saved the most.")
@@ -855,3 +865,48 @@ def module_table(snap: Snapshot, groups: dict, runs: list) -> str:
         lines.append(f"collapsed when drawn op by op: {len(run)} x {groups[run[0]].call.kind} "
                      f"({run[0][0]} ... {run[-1][0]}), the same ops each")
     return "\n".join(lines)
+
+
+def folded_pictures(snap: Snapshot, title=None, marks=None, folded=None, whole=True, notes=None, cuts=None):
+    """DOT of `snap` with its repeated blocks folded (repeats.fold): whole (when `whole`), then cut to
+    fewer nodes each time, nearest the output (repeats.cut), each titled with what it folded and left
+    out; nothing when nothing repeats. notes: a list that gets each picture's fold words; cuts: at
+    most this many cut pictures."""
+    folded = repeats.fold(snap) if folded is None else folded
+    if folded is None:
+        return
+    marks = render.NO_MARKS if marks is None else marks
+    if whole:
+        if notes is not None:
+            notes.append(folded.words)
+        yield render.to_dot(folded.snap, folded.title(title), marks=marks, grouping=folded.grouping)
+    if cuts == 0:
+        return
+    near = repeats.cut_beyond(folded)
+    if near is not None:
+        if notes is not None:
+            notes.append(f"{near.words}; what feeds the folded blocks is counted in one box")
+        yield render.to_dot(near.snap, near.title(_beyond_title(title)), marks=marks, grouping=near.grouping)
+    for n in list(_fold_caps(len(folded.snap.ops) + folded.snap.leaf_count))[:cuts]:
+        small = repeats.cut(folded, n)
+        if not small.boxes:
+            return                  # cut past the folded blocks: the plain cuts say the same
+        if notes is not None:
+            notes.append(f"{small.words}; drawn up to {n} nodes, the rest counted in one box")
+        words = f"the {n} nodes nearest the output"
+        yield render.to_dot(small.snap, small.title(f"{title}: {words}" if title else words), marks=marks,
+                            grouping=small.grouping)
+
+
+def _fold_caps(nodes: int):
+    """The node counts a folded picture is cut to, largest first: finer steps than render.caps (a
+    folded picture is small already; a fit is often between two halvings)."""
+    cap = nodes
+    while cap > render.SIMPLEST_CAP:
+        cap = max(render.SIMPLEST_CAP, cap * 2 // 3)
+        yield cap
+
+
+def _beyond_title(title) -> str:
+    words = "the part nearest the output"
+    return f"{title}: {words}" if title else words

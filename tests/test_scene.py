@@ -136,12 +136,13 @@ def test_an_unrolled_rnn_is_its_last_block_and_one_box_for_the_rest():
     assert "more nodes not drawn" in pic.dot and "simplified to read at notebook width" in pic.text
     assert pic.text.endswith("the same ops each; what feeds the folded blocks is counted in one box")
     chain, _ = _tanh_chain()
-    # 147 folded blocks (the last block drawn, at the cap, has its input cut: not connected the same
-    # way) each save w (one 64 B buffer), h (16 B) and tanh's result, which is the next block's h:
-    # 64 + 147 x 16 = 2,416 B (4.7 KiB when every slot counts its buffer again), of which
-    # 147 x 16 = 2,352 B are activations (w is a leaf, saved by reference)
-    assert "all 147, a buffer counted once:</FONT>" in draw(chain).dot
-    assert ">2.4 KiB held (2.3 KiB activations)</FONT>" in draw(chain).dot
+    # 400 steps, beyond max_nodes=300: draw walks further to find the repeats (graph.FOLD_WALK), so
+    # all 398 identical blocks fold (the first step has no h to multiply, one block is drawn). They
+    # save w (one 64 B buffer), h (16 B) and tanh's result, which is the next block's h:
+    # 64 + 398 x 16 = 6,432 B (12.4 KiB when every slot counts its buffer again), of which
+    # 398 x 16 = 6,368 B are activations (w is a leaf, saved by reference)
+    assert "all 398, a buffer counted once:</FONT>" in draw(chain).dot
+    assert ">6.3 KiB held (6.2 KiB activations)</FONT>" in draw(chain).dot
     # the text form still lists every op: two matrix products a step
     assert len(re.findall(r"^\w+ AddmmBackward0\(", pic.text, flags=re.M)) == 2 * 20
 

@@ -36,6 +36,8 @@ class Run:
 
     blocks: list                  # [[op id, ...], ...], nearest the output first
     box: str                      # the box id the folded blocks become
+    beside: bool = False          # True: side branches of one op (one above the other: False)
+    names: tuple = ()             # the op names of one block (filled by fold)
 
     @property
     def folded_ops(self) -> int:
@@ -52,6 +54,7 @@ class Folded:
     ops_folded: int               # ops inside the boxes
     block: tuple                  # the ops' names of the largest run's block
     runs: list = dataclasses.field(default_factory=list)   # [Run], largest first
+    inside: dict = dataclasses.field(default_factory=dict)  # {box id: Counter of what it holds: op names, 'leaf'}
 
     @property
     def grouping(self) -> Grouping:
@@ -100,21 +103,27 @@ def _depths(snap: Snapshot) -> dict[str, int]:
     return depth
 
 
-def _owners(snap: Snapshot, spine: list[str]) -> dict[str, list[str]]:
-    """{spine op: [it, and the non-spine ops first reached from it]}."""
+def _owners(snap: Snapshot, spine: list[str]) -> tuple[dict[str, list[str]], dict[str, list[list[str]]]]:
+    """({spine op: [it, and the non-spine ops first reached from it]}, {spine op: those ops split
+    by the input they were reached through (its side branches)})."""
     claimed = set(spine)
-    owned = {}
+    owned, branches = {}, {}
     for s in spine:
-        members, stack = [s], [i for i in snap.ops[s].inputs if i in snap.ops]
-        while stack:
-            n = stack.pop()
-            if n in claimed:
-                continue
-            claimed.add(n)
-            members.append(n)
-            stack.extend(i for i in snap.ops[n].inputs if i in snap.ops)
-        owned[s] = members
-    return owned
+        members, split = [s], []
+        for first in reversed([i for i in snap.ops[s].inputs if i in snap.ops]):
+            branch, stack = [], [first]
+            while stack:
+                n = stack.pop()
+                if n in claimed:
+                    continue
+                claimed.add(n)
+                branch.append(n)
+                stack.extend(i for i in snap.ops[n].inputs if i in snap.ops)
+            if branch:
+                members.extend(branch)
+                split.append(branch)
+        owned[s], branches[s] = members, split
+    return owned, branches
 
 
 def op_signature(op: Op) -> tuple:
@@ -170,7 +179,7 @@ def find_runs(snap: Snapshot) -> list[Run]:
     spine = _spine(snap)
     if len(spine) < 2:
         return []
-    owned = _owners(snap, spine)
+    owned, branches = _owners(snap, spine)
     tokens = _tokens(snap, spine, owned)
     size = [len(owned[s]) for s in spine]
     found = []                       # (ops hidden, period, start, blocks)
@@ -202,7 +211,33 @@ def find_runs(snap: Snapshot) -> list[Run]:
             taken[i] = True
         runs.append(Run([[o for s in spine[k + b * p:k + (b + 1) * p] for o in owned[s]] for b in range(blocks)],
                         f"repeat{len(runs) + 1}"))
+    folded = {o for r in runs for b in r.blocks[1:] for o in b}
+    for s in spine:                  # identical side branches of one op (a stack of per-step outputs)
+        if s in folded or len(branches[s]) <= MIN_REPEATS:
+            continue
+        alike: dict[tuple, list] = {}
+        for branch in branches[s]:
+            alike.setdefault(_branch_signature(snap, branch), []).append(branch)
+        for same in alike.values():
+            if len(same) >= MIN_REPEATS and sum(len(b) for b in same[1:]) >= MIN_HIDDEN_OPS:
+                runs.append(Run(same, f"repeat{len(runs) + 1}", beside=True))
     return runs
+
+
+def _branch_signature(snap: Snapshot, branch: list[str]) -> tuple:
+    """What a side branch is: its ops (op_signature), each input where it is in the branch, else
+    what it is (a spine op, a shared value, a leaf of this shape)."""
+    at = {o: j for j, o in enumerate(branch)}
+    out = []
+    for o in branch:
+        op = snap.ops[o]
+        ins = []
+        for i in op.inputs:
+            t = snap.tensors.get(i)
+            ins.append(("op", at[i]) if i in at else op_signature(snap.ops[i]) if i in snap.ops
+                       else ("leaf", t.shape, t.dtype) if t is not None else ("?",))
+        out.append((op_signature(op), tuple(ins)))
+    return tuple(out)
 
 
 def best_run(snap: Snapshot):
@@ -216,7 +251,7 @@ def fold(snap: Snapshot, runs: list[Run] | None = None) -> Folded | None:
     output, kept), or None when there is none. runs: those to fold (find_runs of another snapshot of
     the same graph: a pair folds both halves alike); ops `snap` does not have are left out."""
     runs = find_runs(snap) if runs is None else [
-        Run([[o for o in b if o in snap.ops] for b in r.blocks], r.box) for r in runs]
+        Run([[o for o in b if o in snap.ops] for b in r.blocks], r.box, r.beside) for r in runs]
     runs = [r for r in runs if r.folded_ops]
     if not runs:
         return None
@@ -250,67 +285,80 @@ def fold(snap: Snapshot, runs: list[Run] | None = None) -> Folded | None:
         total_nodes=snap.total_nodes - removed_nodes)
     big = max(runs, key=lambda r: r.folded_ops)
     block = tuple(snap.ops[o].name for o in big.blocks[0])
-    words = _words(snap, runs)
+    for r in runs:
+        r.names = tuple(snap.ops[o].name for o in r.blocks[0])
+    words = _words(runs)
     boxes = {r.box: _box(snap, r) for r in runs}
+    inside: dict[str, Counter] = {r.box: Counter() for r in runs}
+    for g, box in gone.items():
+        if g in snap.ops or snap.tensors[g].made_by is None:
+            inside[box]["leaf" if g in snap.tensors else snap.ops[g].name] += 1
     return Folded(small, boxes, box_edges, words, sum(len(r.blocks) - 1 for r in runs),
-                  sum(r.folded_ops for r in runs), block, runs)
+                  sum(r.folded_ops for r in runs), block, runs, inside)
 
 
-def _words(snap: Snapshot, runs: list[Run]) -> str:
-    return "folded: " + "; ".join(
-        f"{len(r.blocks) - 1} x the block ({', '.join(_short_list(snap.ops[o].name for o in r.blocks[0]))})"
-        for r in runs) + ", the same ops each"
+def _words(runs: list[Run]) -> str:
+    return "folded: " + "; ".join(f"{len(r.blocks) - 1} x the block ({', '.join(_short_list(r.names))})"
+                                  for r in runs) + ", the same ops each"
 
 
 def cut(folded: Folded, max_nodes: int) -> Folded:
     """The folded picture drawn up to `max_nodes` ops and leaves (picture.cap.cut: the nodes nearest
-    the output, the rest counted in one box); a fold box whose blocks were all cut goes too."""
+    the output, the rest counted in one box); a fold box none of whose neighbours is drawn goes too,
+    counted with the rest."""
     from . import cap
     small = cap.cut(folded.snap, max_nodes)
-    if small is folded.snap:
-        return folded
-    here = set(small.ops) | set(small.tensors)
-    hidden = set(folded.snap.ops) - set(small.ops)
-    keep = {b for b in folded.boxes if any((x in here) for e in folded.box_edges if b in e for x in e if x != b)}
-    edges = [(a, b) for a, b in folded.box_edges
-             if (a in keep or a in here) and (b in keep or b in here)]
-    cut_at = list(small.cut_at)
-    for b in keep:        # a box fed by ops beyond the cap: the 'more' box feeds it
-        if any(e[1] == b and e[0] in hidden for e in folded.box_edges) and b not in cut_at:
-            cut_at.append(b)
-    small = dataclasses.replace(small, cut_at=cut_at)
-    runs = [r for r in folded.runs if r.box in keep]
-    return dataclasses.replace(folded, snap=small, boxes={b: t for b, t in folded.boxes.items() if b in keep},
-                               box_edges=edges, runs=runs, words=_words(folded.snap, runs) if runs else "")
+    return folded if small is folded.snap else _without(folded, small)
 
 
 def cut_beyond(folded: Folded) -> Folded | None:
     """The folded picture without what lies beyond its boxes (the ops that feed the folded blocks:
-    an RNN's first step, a network's stem), counted in one box: the output, the block nearest it and
-    the xN box. None when nothing lies beyond."""
-    from collections import Counter as _Counter
+    an RNN's first step, a network's stem, the stages before the last), counted in one box: the
+    output, the block nearest it and its xN box. None when nothing lies beyond."""
     snap = folded.snap
     feeding = {a for a, b in folded.box_edges if b in folded.boxes and a in snap.ops}
     beyond = {n for n in snap.under(feeding) if n in snap.ops}
     if not beyond:
         return None
     leaves = {t.id for t in snap.tensors.values() if t.made_by is None}
-    keep_ops = [o for o in snap.ops if o not in beyond]
     used = {a for a, b in snap.edges if b in snap.ops and b not in beyond}
-    keep = set(keep_ops) | {t for t in leaves if t in used}
+    keep = {o for o in snap.ops if o not in beyond} | {t for t in leaves if t in used}
     tensors = {k: t for k, t in snap.tensors.items() if k in keep or (t.made_by is not None and t.made_by in keep)}
-    hidden = _Counter(snap.hidden_by_type)
+    hidden = Counter(snap.hidden_by_type)
     hidden.update(snap.ops[o].name for o in beyond)
     hidden.update("leaf" for t in leaves if t not in keep)
-    cut_at = [o for o in keep_ops if any(i in beyond for i in snap.ops[o].inputs)]
-    cut_at += [b for b in folded.boxes if any(a in beyond for a, bb in folded.box_edges if bb == b)]
+    cut_at = [o for o in snap.ops if o in keep and any(i in beyond for i in snap.ops[o].inputs)]
     small = dataclasses.replace(
         snap, ops={k: v for k, v in snap.ops.items() if k in keep}, tensors=tensors,
         edges=[(a, b) for a, b in snap.edges if (a in keep or a in tensors) and (b in keep or b in tensors)],
         truncated=True, hidden_by_type=hidden,
         cut_at=list(dict.fromkeys([*(c for c in snap.cut_at if c in keep or c in folded.boxes), *cut_at])))
-    edges = [(a, b) for a, b in folded.box_edges if a not in beyond and b not in beyond]
-    return dataclasses.replace(folded, snap=small, box_edges=edges)
+    return _without(folded, small)
+
+
+def _without(folded: Folded, small: Snapshot) -> Folded:
+    """`folded` with its snapshot cut to `small`: the boxes with a drawn neighbour stay (a box fed by
+    ops beyond the cut gets the 'more' box's dotted edge), the others are counted with the rest."""
+    here = set(small.ops) | set(small.tensors)
+    gone = set(folded.snap.ops) - set(small.ops)
+    keep = {b for b in folded.boxes
+            if any(x in here for e in folded.box_edges if b in e for x in e if x != b)}
+    edges = [(a, b) for a, b in folded.box_edges if (a in keep or a in here) and (b in keep or b in here)]
+    cut_at = list(small.cut_at)
+    hidden = Counter(small.hidden_by_type)
+    total = small.total_nodes
+    for b in folded.boxes:
+        if b not in keep:
+            hidden.update(folded.inside.get(b, {}))
+            total += sum(folded.inside.get(b, {}).values())
+        elif any(e[1] == b and (e[0] in gone or (e[0] in folded.boxes and e[0] not in keep))
+                 for e in folded.box_edges) and b not in cut_at:
+            cut_at.append(b)
+    cut_at = [c for c in cut_at if c in here or c in keep]
+    small = dataclasses.replace(small, cut_at=cut_at, hidden_by_type=hidden, total_nodes=total, truncated=True)
+    runs = [r for r in folded.runs if r.box in keep]
+    return dataclasses.replace(folded, snap=small, boxes={b: t for b, t in folded.boxes.items() if b in keep},
+                               box_edges=edges, runs=runs, words=_words(runs) if runs else "")
 
 
 def _short_list(names) -> list[str]:
@@ -337,7 +385,8 @@ def _box(snap: Snapshot, run: Run) -> Table:
     # a buffer several slots hold (the shared weight) counts once; activations apart; an unknown
     # size never as 0 B (Snapshot.memory)
     # short lines: the box is often the widest thing of its rank (a picture then reads at 11 px)
-    rows = [[Cell([Span(f"\u00d7{len(blocks)} more of the block below", bold=True)])],
+    head = f"\u00d7{len(blocks)} more like the branch beside" if run.beside else f"\u00d7{len(blocks)} more of the block below"
+    rows = [[Cell([Span(head, bold=True)])],
             *([Cell([Span(line)], size=10)] for line in _lines(_short_list(block_names))),
             [Cell([Span(f"{each} saved tensors each; all {len(blocks)}, a buffer counted once:")], size=10)],
             [Cell([Span(snap.memory([o for b in blocks for o in b]).brief())], size=10)],
