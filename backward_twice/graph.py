@@ -44,13 +44,14 @@ class GraphPicture(Picture):
 
     def __init__(self, snap: Snapshot, title: str | None = None, highlight=(),
                  grouping: render.Grouping | None = None, text: str | None = None, simpler=None,
-                 fold_from: Snapshot | None = None):
+                 fold_from: Snapshot | None = None, fold: bool = True):
         """fold_from: a snapshot of the same graph walked further than `snap` (beyond its max_nodes),
-        whose repeated blocks are folded instead, then drawn up to max_nodes (repeats.cut)."""
+        whose repeated blocks are folded instead, then drawn up to max_nodes (repeats.cut).
+        fold=False: nothing folded (draw(expand=True))."""
         self.snapshot = snap
         head = f"{title}\n" if title else ""
         text = head + (describe(snap) if text is None else text)
-        folded = None if grouping is not None else repeats.fold(snap if fold_from is None else fold_from)
+        folded = None if grouping is not None or not fold else repeats.fold(snap if fold_from is None else fold_from)
         if folded is not None and fold_from is not None and snap.options is not None:
             folded = repeats.cut(folded, snap.options.max_nodes)
             if not folded.boxes:         # the repeats lie beyond max_nodes: those within it
@@ -257,7 +258,7 @@ def draw(*roots, names=None, title=None, max_nodes=300, modules=None, focus=None
     """A picture of the autograd graph behind `roots` (one or more tensors).
 
     The options compose: any of them with any other (focus= with modules= too). The one refusal
-    is expand= without modules= (there are no module calls to open).
+    is expand= a list of module paths without modules= (there are no module calls to open).
     names: {"a": a, "loss": loss, ...} labels leaves, outputs and intermediates
     (named intermediates that call retain_grad() show their grad).
     title: a line above the picture (and the first line of its text form).
@@ -280,9 +281,10 @@ def draw(*roots, names=None, title=None, max_nodes=300, modules=None, focus=None
         box, "14 nodes from h to loss", and the text form says what it left out. A module path
         ('h.3.attn', of a model recorded with record_modules) focuses on that module's outputs; a
         module picture too large to draw whole says which path to focus on next.
-    expand (with modules=): True draws every op, in module clusters, however wide; a list of
-        module paths (['cat']) draws the one-box-per-call picture with those calls op by op
-        (expand= draws as asked, however large: the one picture not held to the 11 px rule).
+    expand: True draws every op, no repeated block folded (with modules=: in module clusters),
+        however wide; with modules=, a list of module paths (['cat']) draws the one-box-per-call
+        picture with those calls op by op (expand= draws as asked, however large: the one picture
+        not held to the 11 px rule).
     hide_params: True leaves out the leaves (parameters, their AccumulateGrad boxes), except a leaf
         given as a root or a focus; the text form names them and says how to draw them. They take
         no room under max_nodes (snapshot.DrawOptions: the one visibility rule).
@@ -296,8 +298,9 @@ def draw(*roots, names=None, title=None, max_nodes=300, modules=None, focus=None
         >>> print(pic.text.splitlines()[3])                     # its text form: what nbval compares
         op2 MulBackward0(a, a)
     """
-    if expand is not None and modules is None:
-        raise GraphInputError("expand= opens module calls: it needs modules=model too.")
+    if expand is not None and expand is not True and modules is None:
+        raise GraphInputError("expand= opens module calls: it needs modules=model too (expand=True alone "
+                              "draws every op, no repeated block folded).")
     if not (expand is None or expand is True or isinstance(expand, str)
             or (isinstance(expand, (list, tuple)) and all(isinstance(e, str) for e in expand))):
         raise GraphInputError(f"expand= takes True (every op) or module paths such as ['cat'], "
@@ -314,6 +317,10 @@ def draw(*roots, names=None, title=None, max_nodes=300, modules=None, focus=None
                                expand=expand, focus=focus, options=options)
     names = with_parameter_names(roots, names)
     snap = snapshot(*roots, names=names, options=options)
+    if expand is True:          # every op, nothing folded: drawn as asked, however large
+        pic = GraphPicture(snap, title, fold=False)
+        pic.held_to_rule = False
+        return pic
     wide = None         # a graph beyond max_nodes: its repeats are found further (then drawn up to max_nodes)
     if snap.truncated and max_nodes < FOLD_WALK:
         wide = snapshot(*roots, names=names, options=dataclasses.replace(options, max_nodes=FOLD_WALK))

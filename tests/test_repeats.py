@@ -146,3 +146,11 @@ def test_runs_are_found_in_one_pass_over_the_spine():
     assert repeats._periods(tokens) == [2] and len(spine) == 4001
     (run,) = repeats.find_runs(snap)
     assert len(run.blocks) == 1999            # the first step (h needs no grad) differs
+
+
+def test_expand_true_draws_every_op_unfolded():
+    loss = _rnn_steps(12)
+    folded, whole = draw(loss), draw(loss, expand=True)
+    assert "more of the block below" in folded.dot and "draw(expand=True) draws them" in folded.dot
+    assert "more of the block below" not in whole.dot and not whole.held_to_rule
+    assert whole.dot.count("TanhBackward0</B>") == 12 or whole.dot.count(">TanhBackward0<") == 12

@@ -65,7 +65,7 @@ class Folded:
         the graph makes its text small)."""
         n = sum(len(r.blocks) - 1 for r in self.runs)
         what = f"\u00d7{n} identical block{'s' * (n != 1)} folded"
-        return f"{title}; {what} (print(pic) lists all)" if title else f"{what} (print(pic) lists every op)"
+        return f"{title}; {what}" if title else f"{what} (print(pic) lists every op; draw(expand=True) draws them)"
 
 
 def _spine(snap: Snapshot) -> list[str]:
@@ -337,12 +337,12 @@ def cut_beyond(folded: Folded) -> Folded | None:
 
 
 def _without(folded: Folded, small: Snapshot) -> Folded:
-    """`folded` with its snapshot cut to `small`: the boxes with a drawn neighbour stay (a box fed by
-    ops beyond the cut gets the 'more' box's dotted edge), the others are counted with the rest."""
+    """`folded` with its snapshot cut to `small`: a box whose block (the one drawn) is still drawn
+    stays (fed by ops beyond the cut, it gets the 'more' box's dotted edge); the others are counted
+    with the rest ('xN more of the block below' always has its block below)."""
     here = set(small.ops) | set(small.tensors)
     gone = set(folded.snap.ops) - set(small.ops)
-    keep = {b for b in folded.boxes
-            if any(x in here for e in folded.box_edges if b in e for x in e if x != b)}
+    keep = {r.box for r in folded.runs if any(o in here for o in r.blocks[0])}    # its block drawn
     edges = [(a, b) for a, b in folded.box_edges if (a in keep or a in here) and (b in keep or b in here)]
     cut_at = list(small.cut_at)
     hidden = Counter(small.hidden_by_type)
@@ -366,14 +366,17 @@ def _short_list(names) -> list[str]:
     return [f"{n} x{k}" if k > 1 else n for n, k in counts.items()]
 
 
-def _lines(items, width=40) -> list[str]:
-    """Items joined by commas, in lines of about `width` characters (a box no wider than it needs)."""
+def _lines(items, width=40, most=None) -> list[str]:
+    """Items joined by commas, in lines of about `width` characters (a box no wider than it needs);
+    most: at most this many lines, the last ending '... (N ops in all)' when items were left out."""
     lines = [""]
     for item in items:
         if lines[-1] and len(lines[-1]) + len(item) + 2 > width:
             lines[-1] += ","
             lines.append("")
         lines[-1] += (", " if lines[-1] else "") + item
+    if most is not None and len(lines) > most:
+        lines = [*lines[:most - 1], "\u2026"]
     return lines
 
 
@@ -387,8 +390,7 @@ def _box(snap: Snapshot, run: Run) -> Table:
     # short lines: the box is often the widest thing of its rank (a picture then reads at 11 px)
     head = f"\u00d7{len(blocks)} more like the branch beside" if run.beside else f"\u00d7{len(blocks)} more of the block below"
     rows = [[Cell([Span(head, bold=True)])],
-            *([Cell([Span(line)], size=10)] for line in _lines(_short_list(block_names))),
+            *([Cell([Span(line)], size=10)] for line in _lines(_short_list(block_names), most=2)),
             [Cell([Span(f"{each} saved tensors each; all {len(blocks)}, a buffer counted once:")], size=10)],
-            [Cell([Span(snap.memory([o for b in blocks for o in b]).brief())], size=10)],
-            [Cell([Span("folded to read; the text form lists every op")], size=10)]]
+            [Cell([Span(snap.memory([o for b in blocks for o in b]).brief())], size=10)]]
     return Table(rows, cellpadding=3, style="rounded,dashed", colour=CLUSTER, bg=CALL_FILL)
