@@ -205,8 +205,7 @@ class ComparePicture(Picture):
             if self.by_module is not None:      # one box per module call: each layer's saved tensors, FREED
                 by_module = self.by_module(f"{self.titles[1]}{f' ({note})' if note else ''}: by module call, "
                                            "what backward freed")
-                _ = by_module.svg
-                if not by_module.simplified:
+                if by_module.whole:     # every call drawn (identical ones folded), not cut
                     titles.append(by_module.text.splitlines()[0])
                     yield by_module.dot
             fold_notes: list[str] = []
@@ -338,8 +337,7 @@ def draw(*roots, names=None, title=None, max_nodes=300, modules=None, focus=None
         if rec is not None and len(rec.calls) > 1:   # a recorded model with parts: a box per call, if that fits
             by_module = grouped_picture(roots, names=names, title=_by_module_title(title), max_nodes=max_nodes,
                                         modules=rec, options=options)
-            _ = by_module.svg
-            if not by_module.simplified:
+            if by_module.whole:         # every call drawn (identical ones folded), not cut
                 notes.append("")
                 yield by_module.dot
         yield from folded_pictures(snap, title, folded=folded, notes=notes, whole=False)

@@ -460,6 +460,13 @@ def grouped_picture(roots, names=None, title=None, max_nodes=300, modules=None, 
     if expand not in (None, True):
         overview()          # names in expand= checked now (the picture is laid out lazily)
     def simpler():      # neither form fits: repeats folded, the graph nearest the loss, fewer nodes (each says so)
+        small, boxes, box_edges, box_parent, done = collapse(full, groups, 0)   # every run of calls folded
+        if done and base.boxes != boxes:
+            folded_calls = Collapsed(small, boxes, box_edges, box_parent)
+            for stack, compact in ((False, False), (True, False), (False, True), (True, True)):
+                pic.fold_notes.append(f"{CALLS_FOLDED}: {', '.join(f'{k[0][0]} ... {k[-1][0]}' for k in done)}")
+                yield overview_dot(full, groups, folded_calls, param_names, title, () if expand is None else expand,
+                                   stack=stack, known=known, compact=compact)
         yield from folded_pictures(full, title, notes=pic.fold_notes)
         yield from render.simpler_cuts(full, title)
 
@@ -469,6 +476,9 @@ def grouped_picture(roots, names=None, title=None, max_nodes=300, modules=None, 
     pic.drill = next_focus(full, groups, focus_path)
     pic.held_to_rule = expand is None    # expand= asks for one picture: drawn as asked, however large
     return pic
+
+
+CALLS_FOLDED = "identical calls folded"
 
 
 @dataclass
@@ -783,6 +793,14 @@ class ModulePicture(Picture):
         self.compact = False      # the overview drawn with each call's totals only
         self.drill = None         # the module path to focus next (next_focus), said when the picture simplifies
         self.fold_notes: list[str] = []   # what each of the first simpler pictures folded (repeats)
+
+    @property
+    def whole(self) -> bool:
+        """Whether the picture drawn shows every call: as first drawn, or with runs of identical calls
+        folded into one box each (not cut to fewer nodes). Reading it lays out."""
+        _ = self.svg
+        k = self.simplified
+        return k == 0 or (0 < k <= len(self.fold_notes) and self.fold_notes[k - 1].startswith(CALLS_FOLDED))
 
     @property
     def form(self) -> str:
