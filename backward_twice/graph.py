@@ -57,7 +57,7 @@ class GraphPicture(Picture):
             if not folded.boxes:         # the repeats lie beyond max_nodes: those within it
                 folded = repeats.fold(snap)
         self.folded = None
-        if folded is not None and folded.ops_folded >= repeats.FOLD_FROM_OPS:
+        if folded is not None and folded.eager:
             grouping, self.folded = folded.grouping, folded
             snap, text, title = folded.snap, text + "\npicture: " + folded.words, folded.title(title)
         self.fold_notes: dict[int, str] = {}

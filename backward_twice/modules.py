@@ -460,10 +460,12 @@ def grouped_picture(roots, names=None, title=None, max_nodes=300, modules=None, 
     if expand not in (None, True):
         overview()          # names in expand= checked now (the picture is laid out lazily)
     def simpler():      # neither form fits: repeats folded, the graph nearest the loss, fewer nodes (each says so)
-        small, boxes, box_edges, box_parent, done = collapse(full, groups, 0)   # every run of calls folded
-        if done and base.boxes != boxes:
+        for keep_first in (True, False):     # every run of calls folded: its first call drawn, or not
+            small, boxes, box_edges, box_parent, done = collapse(full, groups, 0, keep_first=keep_first)
+            if not done or base.boxes == boxes:
+                continue
             folded_calls = Collapsed(small, boxes, box_edges, box_parent)
-            for stack, compact in ((False, False), (True, False), (False, True), (True, True)):
+            for stack, compact in ((False, False), (False, True), (True, True)):
                 pic.fold_notes.append(f"{CALLS_FOLDED}: {', '.join(f'{k[0][0]} ... {k[-1][0]}' for k in done)}")
                 yield overview_dot(full, groups, folded_calls, param_names, title, () if expand is None else expand,
                                    stack=stack, known=known, compact=compact)

@@ -26,7 +26,8 @@ from .scene import Cell, Span, Table
 
 MIN_REPEATS = 2        # a block and at least one more like it
 MIN_HIDDEN_OPS = 8     # a run is folded when it hides at least this many ops
-FOLD_FROM_OPS = 24     # draw() folds eagerly (before trying the full picture) from this many hidden ops
+FOLD_FROM_OPS = 24     # draw() folds eagerly (before trying the full picture) from this many hidden ops,
+EAGER_BLOCKS = 4       # in a run of at least this many blocks (else only when the picture does not fit)
 CANDIDATE_PERIODS = 8  # the most frequent gaps between equal tokens tried as block lengths
 
 
@@ -55,6 +56,11 @@ class Folded:
     block: tuple                  # the ops' names of the largest run's block
     runs: list = dataclasses.field(default_factory=list)   # [Run], largest first
     inside: dict = dataclasses.field(default_factory=dict)  # {box id: Counter of what it holds: op names, 'leaf'}
+
+    @property
+    def eager(self) -> bool:
+        """Folded before the whole picture is tried: a long run (an unrolled loop), many ops hidden."""
+        return self.ops_folded >= FOLD_FROM_OPS and max(len(r.blocks) for r in self.runs) >= EAGER_BLOCKS
 
     @property
     def grouping(self) -> Grouping:
