@@ -193,9 +193,10 @@ class ComparePicture(Picture):
             # neighbours faded, the rest counted (none when everything ran or nothing changed); then
             # the part nearest the output, fewer nodes each time (each picture says what it left out)
             folded = repeats.fold(a)
-            fold_title = f"{self.titles[1]}: what changed"
-            for dot in folded_pictures(a, fold_title, marks, folded=folded, cuts=0):
-                titles.append(folded.title(fold_title))
+            fold_title = f"{self.titles[1]}: what changed"     # cut pictures: short (a wide title shrinks the text)
+            whole_title = f"{fold_title} (faded: unchanged)"
+            for dot in folded_pictures(a, whole_title, marks, folded=folded, cuts=0):
+                titles.append(folded.title(whole_title))
                 yield dot
             region_title = f"{self.titles[1]}: what changed, and its neighbours (faded)"
             dot = render.region_dot(a, region_title, marks)

@@ -374,7 +374,7 @@ def _short_list(names) -> list[str]:
 
 def _lines(items, width=40, most=None) -> list[str]:
     """Items joined by commas, in lines of about `width` characters (a box no wider than it needs);
-    most: at most this many lines, the last ending '... (N ops in all)' when items were left out."""
+    most: at most this many lines, the last ending '...' when items were left out."""
     lines = [""]
     for item in items:
         if lines[-1] and len(lines[-1]) + len(item) + 2 > width:
@@ -382,7 +382,7 @@ def _lines(items, width=40, most=None) -> list[str]:
             lines.append("")
         lines[-1] += (", " if lines[-1] else "") + item
     if most is not None and len(lines) > most:
-        lines = [*lines[:most - 1], "\u2026"]
+        lines = [*lines[:most - 1], lines[most - 1].rstrip(",") + ", \u2026"]
     return lines
 
 
