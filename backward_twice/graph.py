@@ -136,9 +136,11 @@ class ComparePicture(Picture):
         yield view.dot
         yield from view.simpler()
 
-    def _folded_pairs(self, marks, cuts=3):
+    def _folded_pairs(self, marks, cuts=0):
         """The pair with the same repeated blocks folded in both halves (the runs found in 'before',
-        where every block still holds its tensors), stacked: whole, then cut to fewer nodes."""
+        where every block still holds its tensors), stacked: whole, then cut to fewer nodes (`cuts`
+        pictures: none by default, each costs a layout of three pictures, and the after view's
+        folded pictures, tried next, read better when the pair is too large)."""
         from .picture import dot_writer
         from .picture.build import scene_of
         from .picture.legend import columns, features
@@ -481,34 +483,6 @@ class Watch:
         if rec is not None and len(rec.calls) > 1:   # a model with parts: after views may draw a box per call
             roots, names = self.roots, self.names
             self.picture.by_module = lambda title: grouped_picture(roots, names=names, title=title, modules=rec)
-
-    def _folded_pairs(self, marks, cuts=3):
-        """The pair with the same repeated blocks folded in both halves (the runs found in 'before',
-        where every block still holds its tensors), stacked: whole, then cut to fewer nodes."""
-        from .picture import dot_writer
-        from .picture.build import scene_of
-        from .picture.legend import columns, features
-        from .picture.palette import entries
-        runs = repeats.find_runs(self.before)
-        fb, fa = repeats.fold(self.before, runs), repeats.fold(self.after, runs)
-        if fb is None or fa is None:
-            return
-        caps = list(render.caps(max(len(x.snap.ops) + x.snap.leaf_count for x in (fb, fa))))[:cuts]
-        for n in (None, *caps):
-            cb, ca = (fb, fa) if n is None else (repeats.cut(fb, n), repeats.cut(fa, n))
-            if not (cb.boxes and ca.boxes):
-                return
-            titles = [t if n is None else render.short_cut_title(t, n) for t in self.titles]
-            titles = [titles[0], ca.title(titles[1])]
-            sizes = render.pair_sizes(cb.snap, ca.snap, titles, marks)
-            dots = []
-            for f, t, m in ((cb, titles[0], render.NO_MARKS), (ca, titles[1], marks)):
-                scene = scene_of(f.snap, marks=m, sizes=sizes, legend=False, grouping=f.grouping)
-                scene.title, scene.title_on_top = t, True
-                scene.title_width = sizes.get("title", (None,))[0]
-                dots.append(dot_writer.write(scene))
-            legend = entries(features([cb.snap, ca.snap], marks, ca.grouping), marks.legend)
-            yield (*dots, dot_writer.write_legend(legend, columns(legend)))
 
     def after_view(self, spotlight=None, note=None) -> Picture:
         """The 'after' picture with the changes marked, unchanged boxes faded (ComparePicture.after_view)."""

@@ -887,11 +887,16 @@ def module_table(snap: Snapshot, groups: dict, runs: list) -> str:
     return "\n".join(lines)
 
 
-def folded_pictures(snap: Snapshot, title=None, marks=None, folded=None, whole=True, notes=None, cuts=None):
-    """DOT of `snap` with its repeated blocks folded (repeats.fold): whole (when `whole`), then cut to
-    fewer nodes each time, nearest the output (repeats.cut), each titled with what it folded and left
-    out; nothing when nothing repeats. notes: a list that gets each picture's fold words; cuts: at
-    most this many cut pictures."""
+FOLD_CUTS = 5        # folded pictures cut to fewer nodes tried at most, after cut_beyond (each a layout)
+FOLD_CUT_FROM = 36   # the largest of them, in ops and leaves
+
+
+def folded_pictures(snap: Snapshot, title=None, marks=None, folded=None, whole=True, notes=None, cuts=FOLD_CUTS):
+    """DOT of `snap` with its repeated blocks folded (repeats.fold): whole (when `whole`), then without
+    what feeds the folded blocks (repeats.cut_beyond), then cut to fewer nodes each time, nearest the
+    output (repeats.cut), each titled with what it folded and left out; nothing when nothing repeats.
+    notes: a list that gets each picture's fold words; cuts: at most this many cut pictures (each
+    one a layout tried: FOLD_CUTS)."""
     folded = repeats.fold(snap) if folded is None else folded
     if folded is None:
         return
@@ -919,9 +924,11 @@ def folded_pictures(snap: Snapshot, title=None, marks=None, folded=None, whole=T
 
 
 def _fold_caps(nodes: int):
-    """The node counts a folded picture is cut to, largest first: finer steps than render.caps (a
-    folded picture is small already; a fit is often between two halvings)."""
-    cap = nodes
+    """The node counts a folded picture is cut to, largest first: from FOLD_CUT_FROM (more boxes seldom
+    fit 900 px at 11 px), in finer steps than render.caps (a fit is often between two halvings)."""
+    cap = min(nodes, FOLD_CUT_FROM)
+    if cap < nodes:
+        yield cap
     while cap > render.SIMPLEST_CAP:
         cap = max(render.SIMPLEST_CAP, cap * 2 // 3)
         yield cap
