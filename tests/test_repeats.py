@@ -154,3 +154,14 @@ def test_expand_true_draws_every_op_unfolded():
     assert "more of the block below" in folded.dot and "draw(expand=True) draws them" in folded.dot
     assert "more of the block below" not in whole.dot and not whole.held_to_rule
     assert whole.dot.count("TanhBackward0</B>") == 12 or whole.dot.count(">TanhBackward0<") == 12
+
+
+def test_the_folded_text_and_dot_are_the_same_on_every_run():
+    """nbval compares the text form and the DOT: folding must not depend on addresses or set order."""
+    from backward_twice.graph import dot_record
+    first, second = draw(_rnn_steps(12)), draw(_rnn_steps(12))
+    assert first.text == second.text and "picture: folded: 10 x the block" in first.text
+    assert dot_record(first.dot) == dot_record(second.dot)
+    loss, _ = _residual_stack([8] * 6)
+    again, _ = _residual_stack([8] * 6)
+    assert repeats.fold(snapshot(loss)).words == repeats.fold(snapshot(again)).words
