@@ -16,7 +16,8 @@ import contextlib
 import dataclasses
 
 from . import render
-from .modules import drill_from, grouped_picture, module_focus, recording_covering, recording_of, with_focus_next
+from .modules import (drill_from, folded_pictures, grouped_picture, module_focus, recording_covering, recording_of,
+                      with_focus_next)
 from .picture import cap as capping
 from .picture import repeats
 from .picture.alt_text import alt_of, call_of, pair_alt
@@ -44,21 +45,30 @@ BY_MODULE_NOTE = ("picture: simplified to read at notebook width (simpler pictur
 class GraphPicture(Picture):
     """One snapshot of a graph (grouped by module calls when `grouping` is given). A long run of
     identical blocks of ops (an unrolled RNN) is drawn as its first block and one 'xN' box
-    (backward_twice.picture.repeats), and the text form's last line says so. simpler: as for Picture."""
+    (backward_twice.picture.repeats), titled so, and the text form's last line says so. simpler: as
+    for Picture; fold_notes: {number of a simpler picture: what it folded}, said in the text when drawn."""
 
     def __init__(self, snap: Snapshot, title: str | None = None, highlight=(),
                  grouping: render.Grouping | None = None, text: str | None = None, simpler=None,
-                 compact: bool = False):
+                 compact: bool = False, fold_from: Snapshot | None = None, fold: bool = True):
         """compact: when the picture does not fit, first try it compact (Marks.compact: a module drawn
-        by path: each chain of ops that saved no tensor one box, parameters on one line)."""
+        by path: each chain of ops that saved no tensor one box, parameters on one line).
+        fold_from: a snapshot of the same graph walked further than `snap` (beyond its max_nodes),
+        whose repeated blocks are folded instead, then drawn up to max_nodes (repeats.cut).
+        fold=False: nothing folded (draw(expand=True))."""
         self.snapshot = snap
         head = f"{title}\n" if title else ""
         text = head + (describe(snap) if text is None else text)
-        folded = repeats.fold(snap) if grouping is None else None
-        if folded is not None and folded.ops_folded >= repeats.FOLD_FROM_OPS:
-            grouping = render.Grouping(of={}, clusters={}, boxes=folded.boxes, box_edges=folded.box_edges)
-            snap, text = folded.snap, text + "\npicture: " + folded.words
-        self.folded = folded if grouping is not None and folded is not None else None
+        folded = None if grouping is not None or not fold else repeats.fold(snap if fold_from is None else fold_from)
+        if folded is not None and fold_from is not None and snap.options is not None:
+            folded = repeats.cut(folded, snap.options.max_nodes)
+            if not folded.boxes:         # the repeats lie beyond max_nodes: those within it
+                folded = repeats.fold(snap)
+        self.folded = None
+        if folded is not None and folded.eager:
+            grouping, self.folded = folded.grouping, folded
+            snap, text, title = folded.snap, text + "\npicture: " + folded.words, folded.title(title)
+        self.fold_notes: dict[int, str] = {}
         super().__init__(render.to_dot(snap, title, highlight, grouping=grouping), text, simpler=simpler,
                          alt=alt_of(self.snapshot, title))
         self._compact = None if not compact else (
@@ -73,6 +83,9 @@ class GraphPicture(Picture):
         """Picture's text; for a recorded model drawn with a module focus, or simplified to read (one
         box per call, fewer nodes), a last line says which module path to focus next."""
         words = Picture.text.fget(self)
+        note = self.fold_notes.get(self.simplified)
+        if note:
+            words = f"{words}\npicture: {note}"
         if self.simplified and self.simplified == self.by_module_at:    # no node left out: each call is a box
             words = "\n".join(BY_MODULE_NOTE.format(k=self.simplified) if line.startswith(SIMPLIFIED_NOTE) else line
                               for line in words.split("\n"))
@@ -96,6 +109,16 @@ class GraphPicture(Picture):
             if fits(other):
                 self.dot, svg, self.compact = dot, other, True
         return svg
+
+    @property
+    def text(self) -> str:
+        words = Picture.text.fget(self)
+        note = self.fold_notes.get(self.simplified)
+        return f"{words}\npicture: {note}" if note else words
+
+    @text.setter
+    def text(self, value: str) -> None:
+        self._text = value
 
 
 class ComparePicture(Picture):
@@ -150,6 +173,7 @@ class ComparePicture(Picture):
         changes marked on 'after'; the text keeps both)."""
         from .picture import cap
         b, a = self.before, self.after
+        yield from self._folded_pairs(marks)
         for n in list(render.caps(max(len(b.ops) + b.leaf_count, len(a.ops) + a.leaf_count)))[:2]:
             cb, ca = cap.cut(b, n), cap.cut(a, n)
             titles = (render.short_cut_title(self.titles[0], n), render.short_cut_title(self.titles[1], n))
@@ -157,6 +181,36 @@ class ComparePicture(Picture):
         view = self.after_view(note="the pair does not fit at notebook width: 'after' only")
         yield view.dot
         yield from view.simpler()
+
+    def _folded_pairs(self, marks, cuts=0):
+        """The pair with the same repeated blocks folded in both halves (the runs found in 'before',
+        where every block still holds its tensors), stacked: whole, then cut to fewer nodes (`cuts`
+        pictures: none by default, each costs a layout of three pictures, and the after view's
+        folded pictures, tried next, read better when the pair is too large)."""
+        from .picture import dot_writer
+        from .picture.build import scene_of
+        from .picture.legend import columns, features
+        from .picture.palette import entries
+        runs = repeats.find_runs(self.before)
+        fb, fa = repeats.fold(self.before, runs), repeats.fold(self.after, runs)
+        if fb is None or fa is None:
+            return
+        caps = list(render.caps(max(len(x.snap.ops) + x.snap.leaf_count for x in (fb, fa))))[:cuts]
+        for n in (None, *caps):
+            cb, ca = (fb, fa) if n is None else (repeats.cut(fb, n), repeats.cut(fa, n))
+            if not (cb.boxes and ca.boxes):
+                return
+            titles = [t if n is None else render.short_cut_title(t, n) for t in self.titles]
+            titles = [titles[0], ca.title(titles[1])]
+            sizes = render.pair_sizes(cb.snap, ca.snap, titles, marks)
+            dots = []
+            for f, t, m in ((cb, titles[0], render.NO_MARKS), (ca, titles[1], marks)):
+                scene = scene_of(f.snap, marks=m, sizes=sizes, legend=False, grouping=f.grouping)
+                scene.title, scene.title_on_top = t, True
+                scene.title_width = sizes.get("title", (None,))[0]
+                dots.append(dot_writer.write(scene))
+            legend = entries(features([cb.snap, ca.snap], marks, ca.grouping), marks.legend)
+            yield (*dots, dot_writer.write_legend(legend, columns(legend)))
 
     def after_view(self, spotlight=None, note=None) -> Picture:
         """Only the 'after' picture, with the changes marked and every unchanged box faded: the
@@ -187,10 +241,11 @@ class ComparePicture(Picture):
             # neighbours faded, the rest counted (none when everything ran or nothing changed); then
             # the part nearest the output, fewer nodes each time (each picture says what it left out)
             folded = repeats.fold(a)
-            if folded is not None and folded.ops_folded >= repeats.FOLD_FROM_OPS:
-                grouping = render.Grouping(of={}, clusters={}, boxes=folded.boxes, box_edges=folded.box_edges)
-                titles.append(f"{self.titles[1]}: what changed, repeated blocks folded (faded: unchanged)")
-                yield render.to_dot(folded.snap, titles[-1], marks=marks, grouping=grouping)
+            fold_title = f"{self.titles[1]}: what changed"     # cut pictures: short (a wide title shrinks the text)
+            whole_title = f"{fold_title} (faded: unchanged)"
+            for dot in folded_pictures(a, whole_title, marks, folded=folded, cuts=0):
+                titles.append(folded.title(whole_title))
+                yield dot
             region_title = f"{self.titles[1]}: what changed, and its neighbours (faded)"
             dot = render.region_dot(a, region_title, marks)
             if dot is not None:
@@ -199,12 +254,15 @@ class ComparePicture(Picture):
             if self.by_module is not None:      # one box per module call: each layer's saved tensors, FREED
                 by_module = self.by_module(f"{self.titles[1]}{f' ({note})' if note else ''}: by module call, "
                                            "what backward freed")
-                _ = by_module.svg
-                if not by_module.simplified:
+                if by_module.whole:     # every call drawn (identical ones folded), not cut
                     titles.append(by_module.text.splitlines()[0])
                     if by_module.drill and not self.drills_said(view):   # where to look next
                         view.drills[len(titles)] = by_module.drill
                     yield by_module.dot
+            fold_notes: list[str] = []
+            for dot in folded_pictures(a, fold_title, marks, folded=folded, whole=False, notes=fold_notes):
+                titles.append(f"{fold_title}: {fold_notes[-1]}")
+                yield dot
             for n in render.caps(len(a.ops) + a.leaf_count):
                 titles.append(render.short_cut_title(self.titles[1], n))
                 yield render.to_dot(capping.cut(a, n), titles[-1], marks=marks)
@@ -274,7 +332,7 @@ def draw(*roots, names=None, title=None, max_nodes=300, modules=None, focus=None
     """A picture of the autograd graph behind `roots` (one or more tensors).
 
     The options compose: any of them with any other (focus= with modules= too). The one refusal
-    is expand= without modules= (there are no module calls to open).
+    is expand= a list of module paths without modules= (there are no module calls to open).
     names: {"a": a, "loss": loss, ...} labels leaves, outputs and intermediates
     (named intermediates that call retain_grad() show their grad).
     title: a line above the picture (and the first line of its text form).
@@ -301,9 +359,10 @@ def draw(*roots, names=None, title=None, max_nodes=300, modules=None, focus=None
         Too large to read, it is drawn compact (each chain of ops that saved no tensor one box), then
         its calls as boxes. Its text, and that of a module picture too large to draw whole, ends
         with the path to focus on next ("focus next: h.3.attn.c_attn": the call that saved the most).
-    expand (with modules=): True draws every op, in module clusters, however wide; a list of
-        module paths (['cat']) draws the one-box-per-call picture with those calls op by op
-        (expand= draws as asked, however large: the one picture not held to the 11 px rule).
+    expand: True draws every op, no repeated block folded (with modules=: in module clusters),
+        however wide; with modules=, a list of module paths (['cat']) draws the one-box-per-call
+        picture with those calls op by op (expand= draws as asked, however large: the one picture
+        not held to the 11 px rule).
     hide_params: True leaves out the leaves (parameters, their AccumulateGrad boxes), except a leaf
         given as a root or a focus; the text form names them and says how to draw them. They take
         no room under max_nodes (snapshot.DrawOptions: the one visibility rule).
@@ -317,8 +376,9 @@ def draw(*roots, names=None, title=None, max_nodes=300, modules=None, focus=None
         >>> print(pic.text.splitlines()[3])                     # its text form: what nbval compares
         op2 MulBackward0(a, a)
     """
-    if expand is not None and modules is None:
-        raise GraphInputError("expand= opens module calls: it needs modules=model too.")
+    if expand is not None and expand is not True and modules is None:
+        raise GraphInputError("expand= opens module calls: it needs modules=model too (expand=True alone "
+                              "draws every op, no repeated block folded).")
     if not (expand is None or expand is True or isinstance(expand, str)
             or (isinstance(expand, (list, tuple)) and all(isinstance(e, str) for e in expand))):
         raise GraphInputError(f"expand= takes True (every op) or module paths such as ['cat'], "
@@ -331,23 +391,40 @@ def draw(*roots, names=None, title=None, max_nodes=300, modules=None, focus=None
     snap, ids = snapshot_with_ids(*roots, names=names, options=options)
     drill = None if options.within is None else drill_from(roots, names, options, snap, ids)
     del ids
+    if expand is True:          # every op, nothing folded: drawn as asked, however large
+        pic = GraphPicture(snap, title, fold=False)
+        pic.held_to_rule = False
+        return pic
+    wide = None         # a graph beyond max_nodes: its repeats are found further (then drawn up to max_nodes)
+    if snap.truncated and max_nodes < FOLD_WALK:
+        wide = snapshot(*roots, names=names, options=dataclasses.replace(options, max_nodes=FOLD_WALK))
 
-    def simpler():      # fewer nodes, until the picture fits at notebook width (each says so)
-        # a recorded model with parts (or a module drawn by path: its calls), a box per call, if that fits
+    notes: list[str] = []       # what each simpler picture folded ('' : nothing)
+
+    def simpler():
+        # until the picture fits at notebook width (each says what it left out): repeated blocks
+        # folded (when draw did not fold them already), a box per module call (a recorded model, or a
+        # module drawn by path: its calls), the folded picture cut to fewer nodes, then fewer nodes
+        folded = pic.folded or repeats.fold(snap)
+        if pic.folded is None:
+            yield from folded_pictures(snap, title, folded=folded, notes=notes, cuts=0)
         rec = recording_covering(roots) if focus is None else None if options.within is None else options.within.rec
         if rec is not None and len(rec.calls) > 1:
             by_module = grouped_picture(roots, names=names, title=_by_module_title(title, options.within),
                                         max_nodes=max_nodes, modules=rec, focus=options.focus, options=options)
             pic.drill = by_module.drill
-            _ = by_module.svg
-            if not by_module.simplified:
-                pic.by_module_at = 1
+            if by_module.whole:         # every call drawn (identical ones folded), not cut
+                notes.append("")
+                pic.by_module_at = len(notes)
                 yield by_module.dot
+        yield from folded_pictures(snap, title, folded=folded, notes=notes, whole=False)
         for cap in render.caps(len(snap.ops) + len(snap.tensors)):
             small = snapshot(*roots, names=names, options=dataclasses.replace(options, max_nodes=cap))
+            notes.append("")
             yield GraphPicture(small, render.cut_title(title, cap)).dot
 
-    pic = GraphPicture(snap, title, simpler=simpler, compact=options.within is not None)
+    pic = GraphPicture(snap, title, simpler=simpler, compact=options.within is not None, fold_from=wide)
+    pic.fold_notes = _Notes(notes)
     pic.drill, pic.focused = drill, options.within is not None
     return pic
 
@@ -367,7 +444,19 @@ def draw_options(roots, focus, max_nodes, hide_params, modules=None) -> DrawOpti
     return DrawOptions(max_nodes=max_nodes, focus=focus, hide_params=hide_params, within=within)
 
 
+class _Notes(dict):
+    """{simpler picture number: fold words} read from the list simpler() fills as it goes."""
+
+    def __init__(self, notes: list):
+        super().__init__()
+        self.notes = notes
+
+    def get(self, k, default=None):
+        return (self.notes[k - 1] or default) if 0 < k <= len(self.notes) else default
+
+
 SIMPLEST_CAP = render.SIMPLEST_CAP
+FOLD_WALK = 5_000       # draw() walks a graph beyond max_nodes this far to find its repeated blocks
 
 
 def with_parameter_names(roots, names):

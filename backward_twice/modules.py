@@ -33,6 +33,7 @@ from dataclasses import dataclass
 import torch
 
 from . import render
+from .picture import repeats
 from .picture.alt_text import alt_of
 from .picture.figure import Picture
 from .picture.layout import fits, reads_at, shown_px, smallest_text_px
@@ -428,9 +429,14 @@ def _subtree(groups, key) -> list:
 
 
 def _signature(snap, groups, key):
+    """A call's class and its ops (names, and the shapes and dtypes of what they hold): two calls
+    fold together only when they are the same block on the same shapes. A freed slot counts by its
+    slot only: its size is known only where an earlier walk saw it (watch's first max_nodes)."""
     nodes = _subtree(groups, key)
-    names = Counter(snap.ops[n].name for n in nodes if n in snap.ops)
-    return groups[key].call.kind, tuple(sorted(names.items()))
+    ops = Counter((snap.ops[n].name, tuple((s.slot, s.shape, s.dtype) if s.state is SavedState.HELD else (s.slot,)
+                                           for s in snap.ops[n].saved))
+                  for n in nodes if n in snap.ops)
+    return groups[key].call.kind, tuple(sorted(ops.items(), key=repr))
 
 
 _INDEXED = re.compile(r"^(.*?)(\d+)$")
@@ -557,7 +563,17 @@ def grouped_picture(roots, names=None, title=None, max_nodes=300, modules=None, 
 
     if expand not in (None, True):
         overview()          # names in expand= checked now (the picture is laid out lazily)
-    def simpler():      # neither form fits: the graph nearest the loss, fewer nodes each time (each says so)
+    def simpler():      # neither form fits: repeats folded, the graph nearest the loss, fewer nodes (each says so)
+        for keep_first in (True, False):     # every run of calls folded: its first call drawn, or not
+            small, boxes, box_edges, box_parent, done = collapse(full, groups, 0, keep_first=keep_first)
+            if not done or base.boxes == boxes:
+                continue
+            folded_calls = Collapsed(small, boxes, box_edges, box_parent)
+            for stack, compact in ((False, False), (False, True), (True, True)):
+                pic.fold_notes.append(f"{CALLS_FOLDED}: {', '.join(f'{k[0][0]} ... {k[-1][0]}' for k in done)}")
+                yield overview_dot(full, groups, folded_calls, param_names, title, () if expand is None else expand,
+                                   stack=stack, known=known, compact=compact)
+        yield from folded_pictures(full, title, notes=pic.fold_notes)
         yield from render.simpler_cuts(full, title)
 
     # auto: the overview is built only if the op-by-op picture turns out not to read
@@ -578,6 +594,9 @@ def _focus_boxes_into(snap: Snapshot, gone: dict) -> dict:
         if box is not None:
             out[field] = dataclasses.replace(box, into=tuple(dict.fromkeys(gone.get(i, i) for i in box.into)))
     return out
+
+
+CALLS_FOLDED = "identical calls folded"
 
 
 @dataclass
@@ -892,6 +911,15 @@ class ModulePicture(Picture):
         self.compact = False      # the overview drawn with each call's totals only
         self.drill = None         # the module path to focus next (next_focus), said when the picture simplifies
         self.focused = False      # drawn with focus= a module path: where to go next is always said
+        self.fold_notes: list[str] = []   # what each of the first simpler pictures folded (repeats)
+
+    @property
+    def whole(self) -> bool:
+        """Whether the picture drawn shows every call: as first drawn, or with runs of identical calls
+        folded into one box each (not cut to fewer nodes). Reading it lays out."""
+        _ = self.svg
+        k = self.simplified
+        return k == 0 or (0 < k <= len(self.fold_notes) and self.fold_notes[k - 1].startswith(CALLS_FOLDED))
 
     @property
     def form(self) -> str:
@@ -921,6 +949,8 @@ class ModulePicture(Picture):
         """Picture's text; when a module is focused on, or the calls are drawn as boxes of totals only,
         or fewer nodes are drawn, a last line says which module path to focus next (focus_next_line)."""
         words = Picture.text.fget(self)
+        if 0 < self.simplified <= len(self.fold_notes):
+            words += f"\npicture: {self.fold_notes[self.simplified - 1]}"
         if (self.focused or self.compact or self.simplified) and self.drill:
             words = with_focus_next(words, self.drill, modules=True)
         return words
@@ -971,3 +1001,55 @@ def module_table(snap: Snapshot, groups: dict, runs: list) -> str:
         lines.append(f"collapsed when drawn op by op: {len(run)} x {groups[run[0]].call.kind} "
                      f"({run[0][0]} ... {run[-1][0]}), the same ops each")
     return "\n".join(lines)
+
+
+FOLD_CUTS = 5        # folded pictures cut to fewer nodes tried at most, after cut_beyond (each a layout)
+FOLD_CUT_FROM = 36   # the largest of them, in ops and leaves
+
+
+def folded_pictures(snap: Snapshot, title=None, marks=None, folded=None, whole=True, notes=None, cuts=FOLD_CUTS):
+    """DOT of `snap` with its repeated blocks folded (repeats.fold): whole (when `whole`), then without
+    what feeds the folded blocks (repeats.cut_beyond), then cut to fewer nodes each time, nearest the
+    output (repeats.cut), each titled with what it folded and left out; nothing when nothing repeats.
+    notes: a list that gets each picture's fold words; cuts: at most this many cut pictures (each
+    one a layout tried: FOLD_CUTS)."""
+    folded = repeats.fold(snap) if folded is None else folded
+    if folded is None:
+        return
+    marks = render.NO_MARKS if marks is None else marks
+    if whole:
+        if notes is not None:
+            notes.append(folded.words)
+        yield render.to_dot(folded.snap, folded.title(title), marks=marks, grouping=folded.grouping)
+    if cuts == 0:
+        return
+    near = repeats.cut_beyond(folded)
+    if near is not None:
+        if notes is not None:
+            notes.append(f"{near.words}; what feeds the folded blocks is counted in one box")
+        yield render.to_dot(near.snap, near.title(_beyond_title(title)), marks=marks, grouping=near.grouping)
+    for n in list(_fold_caps(len(folded.snap.ops) + folded.snap.leaf_count))[:cuts]:
+        small = repeats.cut(folded, n)
+        if not small.boxes:
+            return                  # cut past the folded blocks: the plain cuts say the same
+        if notes is not None:
+            notes.append(f"{small.words}; drawn up to {n} nodes, the rest counted in one box")
+        words = f"the {n} nodes nearest the output"
+        yield render.to_dot(small.snap, small.title(f"{title}: {words}" if title else words), marks=marks,
+                            grouping=small.grouping)
+
+
+def _fold_caps(nodes: int):
+    """The node counts a folded picture is cut to, largest first: from FOLD_CUT_FROM (more boxes seldom
+    fit 900 px at 11 px), in finer steps than render.caps (a fit is often between two halvings)."""
+    cap = min(nodes, FOLD_CUT_FROM)
+    if cap < nodes:
+        yield cap
+    while cap > render.SIMPLEST_CAP:
+        cap = max(render.SIMPLEST_CAP, cap * 2 // 3)
+        yield cap
+
+
+def _beyond_title(title) -> str:
+    words = "the part nearest the output"
+    return f"{title}: {words}" if title else words

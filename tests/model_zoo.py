@@ -520,7 +520,8 @@ def measure(svg: str) -> dict:
 
 
 def pictures(name: str, save_to: str | None = None):
-    """Yield {"model", "picture", "nodes", "text_px", "height_px", "seconds", "first_line"} for each default picture."""
+    """Yield {"model", "picture", "nodes", "text_px", "height_px", "seconds", "folded", "first_line", ...} for
+    each default picture."""
     import warnings
 
     import backward_twice as bt
@@ -547,13 +548,21 @@ def pictures(name: str, save_to: str | None = None):
     yield _row(name, "after_view", nodes, svg, time.perf_counter() - t, view, save_to)
 
 
+def folds(dot: str) -> bool:
+    """Whether a picture drawn shows repeated blocks folded: ops (picture.repeats: 'xN more of the
+    block below', '... like the branch beside') or module calls (modules.collapse: 'h.1 ... h.11, the
+    same ops each')."""
+    return any(words in dot for words in ("more of the block below", "more like the branch beside",
+                                          "the same ops each"))
+
+
 def _row(model, picture, nodes, svg, seconds, pic, save_to):
     if save_to:
         with open(f"{save_to}/{model}.{picture}.svg", "w", encoding="utf-8") as f:
             f.write(svg)
     from backward_twice.layout import refused
     return {"model": model, "picture": picture, "nodes": nodes, **measure(svg), "seconds": round(seconds, 2),
-            "refused": refused(svg), "simplified": getattr(pic, "simplified", 0),
+            "refused": refused(svg), "simplified": getattr(pic, "simplified", 0), "folded": folds(pic.dot),
             "form": getattr(pic, "_form", None), "first_line": pic.text.splitlines()[0][:120],
             "text_tail": pic.text.splitlines()[-1][:300]}
 

@@ -95,8 +95,9 @@ ERRORS = [
     ("focus empty list", lambda: draw(leaf(1) * 2, focus=[]), "at least one tensor"),
     ("focus without a graph", lambda: draw(leaf(1) * 2, focus=torch.ones(1)), "focus has no autograd graph"),
     ("focus detached", lambda: _focus_detached(), ".detach()ed copy"),
-    # focus= with modules= composes now (tests/test_fuzz_renderer.py); expand= without modules= is nonsense
-    ("expand without modules=", lambda: draw(leaf(1) * 2, expand=True), "it needs modules=model too"),
+    # focus= with modules= composes now (tests/test_fuzz_renderer.py); module paths without modules= are
+    # nonsense (expand=True alone draws every op, nothing folded)
+    ("expand without modules=", lambda: draw(leaf(1) * 2, expand=["cat"]), "it needs modules=model too"),
 ]
 
 

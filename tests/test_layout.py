@@ -19,14 +19,14 @@ def op_by_op(loss, names):
     return pic
 
 
-def attention(steps, d=4):
-    """Attention over every earlier state: a = softmax(h @ H.T); h = tanh((a @ H) @ w)."""
+def attention(steps, d=4, window=None):
+    """Attention over every earlier state (or the last `window`): a = softmax(h @ H.T); h = tanh((a @ H) @ w)."""
     torch.manual_seed(0)
     w = torch.randn(d, d, requires_grad=True)
     h = torch.randn(1, d, requires_grad=True)
     states = [h]
     for _ in range(steps):
-        H = torch.cat(states)
+        H = torch.cat(states if window is None else states[-window:])
         a = torch.softmax(h @ H.T, dim=-1)
         h = torch.tanh((a @ H) @ w)
         states.append(h)
@@ -85,11 +85,17 @@ def test_the_common_case_stays_in_process(monkeypatch):
 
 
 def test_draw_folds_the_attention_loop_and_lays_it_out_in_process():
-    # engine-scene: the 40 identical steps are one drawn step and one 'xN' box: cheap and readable
-    loss, names = attention(40)
+    # engine-scene: 40 identical steps (attention over the last 4 states: the same shapes each step)
+    # are one drawn step and one 'xN' box: cheap and readable
+    loss, names = attention(40, window=4)
     pic = draw(loss, names=names)
     assert layout.measure(pic.dot).total <= layout.IN_PROCESS_COST and "more of the block below" in pic.dot
     assert "PICTURE" not in pic.text and "picture: folded:" in pic.text
+    # over every earlier state, H grows a row each step: the same ops, other shapes, never folded
+    # (issue 28: identical means the same ops and shapes)
+    from backward_twice.picture import repeats
+    from backward_twice.walk import snapshot
+    assert repeats.fold(snapshot(attention(40)[0], max_nodes=5000)) is None
 
 
 def test_an_svgs_size_is_read_by_one_regex_in_one_place():

@@ -130,15 +130,19 @@ def test_an_unrolled_rnn_is_its_last_block_and_one_box_for_the_rest():
     pic = draw(loss)
     assert "\npicture: " + folded.words + "\n" in pic.text
     # folded, all 20 steps are 794 pt wide (10.8 px text at 860 px: under the 11 px rule, issue 28):
-    # drawn up to 62 nodes, whose first 10 steps fold the same way, the rest counted in one box
-    assert pic.simplified == 1 and "&#215;8 more of the block below" in pic.dot
+    # the first step (what feeds the folded blocks) is counted in one box; the step nearest the loss
+    # and the box of the 18 others stay (repeats.cut_beyond), and the text says so
+    assert pic.simplified == 1 and "&#215;18 more of the block below" in pic.dot
     assert "more nodes not drawn" in pic.dot and "simplified to read at notebook width" in pic.text
+    assert pic.text.endswith("the same ops each; what feeds the folded blocks is counted in one box")
     chain, _ = _tanh_chain()
-    # 148 folded blocks each save w (one 64 B buffer), h (16 B) and tanh's result, which is the next
-    # block's h: 64 + 148 x 16 = 2,432 B (4.7 KiB when every slot counts its buffer again), of which
-    # 148 x 16 = 2,368 B are activations (w is a leaf, saved by reference)
-    assert "all 148, a buffer counted once:</FONT>" in draw(chain).dot
-    assert ">2.4 KiB held (2.3 KiB activations)</FONT>" in draw(chain).dot
+    # 400 steps, beyond max_nodes=300: draw walks further to find the repeats (graph.FOLD_WALK), so
+    # all 398 identical blocks fold (the first step has no h to multiply, one block is drawn). They
+    # save w (one 64 B buffer), h (16 B) and tanh's result, which is the next block's h:
+    # 64 + 398 x 16 = 6,432 B (12.4 KiB when every slot counts its buffer again), of which
+    # 398 x 16 = 6,368 B are activations (w is a leaf, saved by reference)
+    assert "all 398, a buffer counted once:</FONT>" in draw(chain).dot
+    assert ">6.3 KiB held (6.2 KiB activations)</FONT>" in draw(chain).dot
     # the text form still lists every op: two matrix products a step
     assert len(re.findall(r"^\w+ AddmmBackward0\(", pic.text, flags=re.M)) == 2 * 20
 

@@ -17,6 +17,13 @@ from test_readability import svg_text_px
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 HANG_GUARD_S = 600          # a hang guard, not a budget: the slowest model takes about 20-40 s on a loaded machine
 MIN_TEXT_PX, MAX_HEIGHT_PX = 11.0, 900.0
+# issue 28 §1: the default pictures that show repeated structure folded (op blocks: 'xN more of the
+# block below'; module calls: 'h.1 ... h.11, the same ops each'), as measured (docs/picture_engine.md).
+# The others draw no identical blocks, or none whose folded picture fits 900 px (a ResNet bottleneck,
+# a Mamba step with its shared inputs: the text form and expand=True show them).
+FOLDS = {"gpt2": ("draw", "modules", "pair"), "llama16": PICTURES, "bert": PICTURES, "gru_user": PICTURES,
+         "diffusion": PICTURES, "conv_lstm": PICTURES}
+NEVER_FOLDS = {"unet"}      # its stages differ in shape (channels, resolution): nothing is identical
 
 
 def _run(name: str, out: pathlib.Path) -> list[dict]:
@@ -54,3 +61,7 @@ def test_every_default_picture_of_a_zoo_model_reads(name, tmp_path):
         if r["simplified"]:        # a simplified picture says so in its text
             assert "picture:" in r["text_tail"], r
     assert not bad, f"{name}: pictures that do not read at 860 px:\n  " + "\n  ".join(bad)
+    folded = {r["picture"] for r in rows if r["folded"]}
+    assert set(FOLDS.get(name, ())) <= folded, f"{name}: folded only {sorted(folded)}"
+    if name in NEVER_FOLDS:
+        assert not folded, f"{name}: blocks of other shapes folded in {sorted(folded)}"
