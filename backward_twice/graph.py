@@ -16,8 +16,7 @@ import contextlib
 import dataclasses
 
 from . import render
-from .modules import (drill_from, folded_pictures, grouped_picture, module_focus, recording_covering, recording_of,
-                      with_focus_next)
+from .modules import drill_from, folded_pictures, grouped_picture, module_focus, recording_covering, recording_of, with_focus_next
 from .picture import cap as capping
 from .picture import repeats
 from .picture.alt_text import alt_of, call_of, pair_alt
@@ -109,16 +108,6 @@ class GraphPicture(Picture):
             if fits(other):
                 self.dot, svg, self.compact = dot, other, True
         return svg
-
-    @property
-    def text(self) -> str:
-        words = Picture.text.fget(self)
-        note = self.fold_notes.get(self.simplified)
-        return f"{words}\npicture: {note}" if note else words
-
-    @text.setter
-    def text(self, value: str) -> None:
-        self._text = value
 
 
 class ComparePicture(Picture):
