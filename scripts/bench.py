@@ -19,6 +19,9 @@ build/bench.json, and build/bench_depth.png.
   time per node at chain 400 over chain 100 (linear growth: 1); watch() around a backward against
   the backward alone on a fixed 20k-node graph (watch_graph).
 - depth: render time over chain depth, with the default cap (300 nodes) and without.
+- zoo: every default picture (draw, draw(modules=), the watch pair, its after_view) of each model of
+  tests/model_zoo.py, each model in its own subprocess: per picture its seconds (layout included,
+  wall time in that process), its smallest text and its height at 860 px (target: 1 s each).
 """
 from __future__ import annotations
 
@@ -790,6 +793,41 @@ def repeat_suite(n: int) -> dict:
             "committed_notebooks_unchanged": unchanged}
 
 
+# ------------------------------------------------------------------------ zoo
+ZOO_HANG_GUARD_S = 600      # a hang guard for one model's process, not a budget
+ZOO_TARGET_S = 1.0          # issue 28 §4: every picture of the zoo, layout included
+
+
+def zoo_bench(models=None) -> dict:
+    """Each model of tests/model_zoo.py in its own subprocess (`python tests/model_zoo.py NAME`),
+    one row per default picture: seconds (what the learner waits for, layout included), smallest
+    text px and height px at 860 px, nodes, which simpler picture was drawn (0: as first drawn)."""
+    from tests.model_zoo import ZOO
+
+    rows = []
+    for name in models or ZOO:
+        t0 = time.perf_counter()
+        try:
+            done = subprocess.run([sys.executable, str(ROOT / "tests" / "model_zoo.py"), name], capture_output=True,
+                                  text=True, timeout=ZOO_HANG_GUARD_S, cwd=ROOT,
+                                  env={**os.environ, "PYTHONPATH": str(ROOT)})
+        except subprocess.TimeoutExpired:
+            rows.append({"model": name, "picture": "*", "error": f"no answer in {ZOO_HANG_GUARD_S} s"})
+            continue
+        got = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+        if done.returncode != 0:
+            rows.append({"model": name, "picture": "*", "error": done.stderr.strip().splitlines()[-1:]})
+        for r in got:
+            rows.append({k: r.get(k) for k in ("model", "picture", "nodes", "seconds", "text_px", "height_px",
+                                               "simplified", "refused")})
+        say(f"  {name:12} " + "  ".join(f"{r['picture']} {r['seconds']:.2f} s" for r in got)
+            + f"  (process {time.perf_counter() - t0:.1f} s)")
+    timed = [r for r in rows if "seconds" in r]
+    return {"rows": rows, "target_s": ZOO_TARGET_S,
+            "over": [f"{r['model']} {r['picture']}" for r in timed if r["seconds"] > ZOO_TARGET_S],
+            "slowest_s": max((r["seconds"] for r in timed), default=None)}
+
+
 # ------------------------------------------------------------------------ report
 def _ms(v, limit=LAYOUT_TIMEOUT_S):
     if isinstance(v, str):
@@ -919,6 +957,17 @@ def report(res) -> str:
                 for d in res["depth"]["rows"]]
         parts.append(f"Depth scaling (plot: {res['depth']['plot']})")
         parts.append(table(rows, ["depth", "ours capped ms", "+ layout ms", "ours uncapped ms", "torchviz ms"]))
+    if "zoo" in res:
+        z = res["zoo"]
+        rows = [[r["model"], r["picture"], str(r.get("nodes", "")), "" if r.get("text_px") is None else
+                 f"{r['text_px']:.1f}", str(r.get("height_px", "")), str(r.get("simplified", "")),
+                 r["error"] if "error" in r else f"{r['seconds']:.2f}"] for r in z["rows"]]
+        parts.append(f"Zoo (tests/model_zoo.py, one process a model): every default picture, seconds with layout "
+                     f"(target <= {z['target_s']:g} s); px: smallest text at 860 px; simpler: which simpler "
+                     "picture was drawn (0: as first drawn)")
+        parts.append(table(rows, ["model", "picture", "nodes", "px", "height px", "simpler", "seconds"]))
+        parts.append(f"Over {z['target_s']:g} s: {len(z['over'])} of {len(z['rows'])} pictures"
+                     + (f" ({', '.join(z['over'])})" if z["over"] else ""))
     if "repeat" in res:
         rp = res["repeat"]
         rows = [[r["run"], r["mode"], r["exit"], f"{r['wall_s']:.1f} s", r["summary"]] for r in rp["runs"]]
@@ -940,6 +989,10 @@ def ratio_problems(res) -> list:
         growth = res["renderer"].get("growth")
         if growth is not None and growth > 1.2 * 1.5:
             problems.append(f"renderer: time per node grows {growth:.2f} x from chain 100 to 400 (target 1.2)")
+    if "zoo" in res:
+        problems += [f"zoo {r['model']}: {r['error']}" for r in res["zoo"]["rows"] if "error" in r]
+        problems += [f"zoo {r['model']} {r['picture']}: {r['seconds']:.2f} s (target {ZOO_TARGET_S:g} s)"
+                     for r in res["zoo"]["rows"] if r.get("seconds", 0) > ZOO_TARGET_S * 1.5]
     if "watch" in res and res["watch"]["ratio"] > 2 * 1.5:
         problems.append(f"watch: {res['watch']['ratio']:.2f} x a plain backward (target 2)")
     return problems
@@ -989,10 +1042,11 @@ def check(res) -> list:
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--only", choices=["suite", "renderer", "layout", "depth", "recorder"], action="append",
+    ap.add_argument("--only", choices=["suite", "renderer", "layout", "depth", "recorder", "zoo"], action="append",
                     help="run only these parts (repeatable); default: all three")
     ap.add_argument("--repeat", type=int, metavar="N", default=0,
                     help="also run the full suite N times under xdist and once serially")
+    ap.add_argument("--zoo", action="append", metavar="MODEL", help="with --only zoo: only these models")
     ap.add_argument("--check", action="store_true", help="exit 1 when a ratio misses its target by a wide margin")
     ap.add_argument("--json", default=str(BUILD / "bench.json"))
     args = ap.parse_args(argv)
@@ -1044,6 +1098,9 @@ def main(argv=None):
         res["robust"] = robust_bench()
         say("pairs and stepper frames: own sizes vs shared sizes ...")
         res["pairs"] = pair_bench()
+    if "zoo" in parts:
+        say("zoo: every default picture of each model, one process a model ...")
+        res["zoo"] = zoo_bench(args.zoo)
     if "depth" in parts:
         say("depth scaling ...")
         res["depth"] = depth_bench(BUILD / "bench_depth.png")

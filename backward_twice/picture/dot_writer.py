@@ -10,6 +10,7 @@ on (Graphviz reads '\\n', '\\N' and '\\l' in a quoted string as escapes).
 from __future__ import annotations
 
 import graphviz
+from graphviz import quoting
 
 from .palette import CLUSTER, EDGE, PAIR
 from .scene import Box, Cell, Edge, Scene, Span, Table
@@ -51,6 +52,26 @@ def plain(text) -> graphviz.nohtml:
     return graphviz.nohtml(esc(text))
 
 
+_QUOTED: dict[str, str] = {}
+_quote = getattr(quoting.quote, "__wrapped__", quoting.quote)     # without its positional-args check
+
+
+def quote(text: str) -> str:
+    """graphviz's own quoting of an identifier or attribute value (quoted unless a plain DOT ID), for
+    plain str only (never a nohtml label: that goes through Digraph), each distinct text once."""
+    done = _QUOTED.get(text)
+    if done is None:
+        done = _quote(text)
+        if len(_QUOTED) < 8192:    # node ids and attribute values repeat picture after picture
+            _QUOTED[text] = done
+    return done
+
+
+def _end(node_id: str) -> str:
+    """An edge's end as Digraph.edge quotes it (a ':' would start a port name)."""
+    return quote(node_id) if ":" not in node_id else quoting.quote_edge(node_id)
+
+
 def html(markup: str) -> str:
     """Markup for an HTML-like label: '<' + markup + '>' (what the graphviz package leaves unquoted)."""
     return f"<{markup}>"
@@ -75,6 +96,12 @@ def spans_html(spans: list[Span]) -> str:
     if len(spans) == 1:          # most cells: one span
         s = spans[0]
         return _font(_span(s), s.colour, s.size)
+    if not spans:               # a swatch
+        return ""
+    first = spans[0]
+    key = (first.colour, first.size)
+    if all((s.colour, s.size) == key for s in spans):     # the common case: one font for all
+        return _font("".join([_span(s) for s in spans]), *key)
     out, i = [], 0
     while i < len(spans):
         key = (spans[i].colour, spans[i].size)
@@ -161,10 +188,15 @@ def digraph(graph_attrs=None, node_attrs=None) -> graphviz.Digraph:
 
 
 def _node(g: graphviz.Digraph, box: Box, prefix: str) -> None:
+    """The node's line, as Digraph.node writes it (the id and every attribute value quoted by graphviz's
+    own rule, attributes after the label sorted by name), appended to the Digraph's body directly:
+    this runs for every box, and Digraph.node re-checks its arguments on every call. The label is
+    always HTML ('<...>'), which graphviz leaves unquoted."""
+    attrs = box.attrs
     if box.simple:
-        g.node(prefix + box.id, label(box), margin=GRAPHVIZ_MARGIN, **box.attrs)
-    else:
-        g.node(prefix + box.id, label(box), **box.attrs)
+        attrs = {**attrs, "margin": GRAPHVIZ_MARGIN}
+    extra = "".join([f" {quote(k)}={quote(v)}" for k, v in sorted(attrs.items()) if v is not None]) if attrs else ""
+    g.body.append(f"\t{quote(prefix + box.id)} [label={label(box)}{extra}]\n")
 
 
 def _edge(g: graphviz.Digraph, e: Edge, prefix: str) -> None:
@@ -213,18 +245,13 @@ def add_scene(g: graphviz.Digraph, scene: Scene, prefix: str = "") -> None:
     for box in scene.boxes.values():
         members.setdefault(box.cluster if box.cluster in scene.clusters else None, []).append(box)
     _emit(g, None, scene, prefix, children, members)
-    plain = []     # a run of edges with no attributes of their own: one Digraph.edges call, in order
+    body = g.body
     for e in scene.edges:
         if (e.tail_mark is None and e.minlen is None and e.colour is None and e.mark_colour is None
                 and e.width is None and e.style is None):
-            plain.append((prefix + e.tail, prefix + e.head))
-            continue
-        if plain:
-            g.edges(plain)
-            plain = []
-        _edge(g, e, prefix)
-    if plain:
-        g.edges(plain)
+            body.append(f"\t{_end(prefix + e.tail)} -> {_end(prefix + e.head)}\n")   # as Digraph.edges writes it
+        else:
+            _edge(g, e, prefix)
 
 
 # Module functions, not closures inside add_scene: a recursive closure is a reference cycle that
