@@ -4,7 +4,18 @@ from __future__ import annotations
 import html
 import re
 
-from .layout import MIN_TEXT_PX, fits, layout_note, smallest_text_px, stack_svgs, svg_from_dot, svg_img, svg_width_pt
+from .layout import (
+    CORE_MAX_HEIGHT_PX,
+    CORE_TEXT_PX,
+    MIN_TEXT_PX,
+    fits,
+    layout_note,
+    smallest_text_px,
+    stack_svgs,
+    svg_from_dot,
+    svg_img,
+    svg_width_pt,
+)
 
 # Every picture's output carries the DOT it was drawn from (sizes measured by a layout blanked:
 # they depend on the Graphviz build and fonts). nbval compares it like text/plain, so a fresh run
@@ -166,9 +177,28 @@ CARD = -1      # Picture.simplified when the card is drawn
 FIT_MAX_BOXES = 200
 
 
+# Every box is at least a Graphviz node's default height (0.5 in: no picture sets a smaller `height`),
+# and ranks are dot_writer's ranksep (0.15 in) apart.
+MIN_RANK_PT, RANK_GAP_PT = 36.0, 10.8
+_FONT_SIZES = re.compile(r'(?:POINT-SIZE|fontsize)="?(\d+(?:\.\d+)?)')
+
+
 def _cannot_fit(dot: str) -> bool:
+    """Whether `dot` surely breaks layout.fits, told from its text without laying it out: too many
+    boxes, or a chain of arrows so long that its ranks alone are too tall. A picture's smallest text
+    is at most its largest font size f (14 pt, Graphviz's default, if larger than any set), so reading
+    at 11 px it is shown at least 11 / (f * 4/3) of its size, and its natural height can be at most
+    900 px / (4/3) / that; it is at least ranks x MIN_RANK_PT plus the gaps between them."""
     from ..layout import measure
-    return measure(dot).nodes > FIT_MAX_BOXES
+    cost = measure(dot)
+    if cost.nodes > FIT_MAX_BOXES:
+        return True
+    if "height=" in dot:        # a box drawn smaller than the default: no bound from ranks
+        return False
+    largest = max((float(v) for v in _FONT_SIZES.findall(dot)), default=14.0)
+    least_scale = CORE_TEXT_PX / (max(largest, 14.0) * 4 / 3)
+    tallest_pt = CORE_MAX_HEIGHT_PX * 3 / 4 / least_scale
+    return cost.ranks * MIN_RANK_PT + max(0, cost.ranks - 1) * RANK_GAP_PT > tallest_pt
 
 
 def card_dot(lines: list[str]) -> str:
