@@ -20,7 +20,7 @@ from .modules import focus_nodes, grouped_picture, recording_covering
 from .picture import cap as capping
 from .picture import repeats
 from .picture.alt_text import alt_of, call_of, pair_alt
-from .picture.figure import DOT_MIME, Picture, dot_record  # noqa: F401 (re-exported)
+from .picture.figure import DOT_MIME, FIT_MAX_BOXES, Picture, cannot_fit, dot_record  # noqa: F401 (re-exported)
 from .picture.layout import (  # noqa: F401
     CORE_MAX_HEIGHT_PX,
     MIN_TEXT_PX,
@@ -79,6 +79,11 @@ class ComparePicture(Picture):
     def _pair_dots(self):
         if self._dots is None:
             b, a, t, m = self.before, self.after, self.titles, self._marks
+            if self.held_to_rule and sum(len(s.ops) + len(s.tensors) for s in (b, a)) > FIT_MAX_BOXES:
+                whole = render.pair_dot(b, a, t, m)
+                if cannot_fit(whole):      # never drawn whole: no layout to measure its boxes
+                    self._dots = [whole, render.stacked_dots(b, a, t, m)]
+                    return self._dots
             sizes = render.pair_sizes(b, a, t, m)   # a node: same size, same place
             self._dots = [render.pair_dot(b, a, t, m, sizes=sizes), render.stacked_dots(b, a, t, m, sizes=sizes)]
         return self._dots
@@ -110,7 +115,10 @@ class ComparePicture(Picture):
         for n in list(render.caps(max(len(b.ops) + b.leaf_count, len(a.ops) + a.leaf_count)))[:2]:
             cb, ca = cap.cut(b, n), cap.cut(a, n)
             titles = (render.short_cut_title(self.titles[0], n), render.short_cut_title(self.titles[1], n))
-            yield render.stacked_dots(cb, ca, titles, marks, sizes=render.pair_sizes(cb, ca, titles, marks))
+            plain = render.stacked_dots(cb, ca, titles, marks)
+            # too big whatever its boxes' sizes (Picture skips it): no layout to measure them
+            yield plain if cannot_fit("\n".join(plain)) else render.stacked_dots(
+                cb, ca, titles, marks, sizes=render.pair_sizes(cb, ca, titles, marks))
         view = self.after_view(note="the pair does not fit at notebook width: 'after' only")
         yield view.dot
         yield from view.simpler()
@@ -156,8 +164,7 @@ class ComparePicture(Picture):
             if self.by_module is not None:      # one box per module call: each layer's saved tensors, FREED
                 by_module = self.by_module(f"{self.titles[1]}{f' ({note})' if note else ''}: by module call, "
                                            "what backward freed")
-                _ = by_module.svg
-                if not by_module.simplified:
+                if by_module.drawn_fits():
                     titles.append(by_module.text.splitlines()[0])
                     yield by_module.dot
             for n in render.caps(len(a.ops) + a.leaf_count):
@@ -268,8 +275,7 @@ def draw(*roots, names=None, title=None, max_nodes=300, modules=None, focus=None
         if rec is not None and len(rec.calls) > 1:   # a recorded model with parts: a box per call, if that fits
             by_module = grouped_picture(roots, names=names, title=_by_module_title(title), max_nodes=max_nodes,
                                         modules=rec, options=options)
-            _ = by_module.svg
-            if not by_module.simplified:
+            if by_module.drawn_fits():
                 yield by_module.dot
         for cap in render.caps(len(snap.ops) + len(snap.tensors)):
             small = snapshot(*roots, names=names, options=dataclasses.replace(options, max_nodes=cap))

@@ -156,10 +156,10 @@ def test_the_text_describes_the_simpler_picture_drawn_not_the_first_one():
 
 @pytest.mark.parametrize("steps", [3, 8, 12, 16, 40])
 def test_a_picture_told_too_tall_from_its_ranks_is_too_tall_once_laid_out(steps):
-    """figure._cannot_fit skips the layout of a picture whose chain of arrows is too long to fit
+    """figure.cannot_fit skips the layout of a picture whose chain of arrows is too long to fit
     (issue 28 §4: fewer layouts tried). It must never skip one that would fit: whenever it says
     "cannot fit", the laid-out picture indeed breaks layout.fits; and short chains are laid out."""
-    from backward_twice.picture.figure import _cannot_fit
+    from backward_twice.picture.figure import cannot_fit
     from backward_twice.picture.layout import fits, svg_from_dot
 
     x = torch.randn(2, requires_grad=True)
@@ -169,7 +169,7 @@ def test_a_picture_told_too_tall_from_its_ranks_is_too_tall_once_laid_out(steps)
     dot = render.to_dot(snapshot(y.sum(), names={"x": x}))
     ranks = layout.measure(dot).ranks
     assert ranks == steps + 3          # x, AccumulateGrad, the tanh ops, sum
-    predicted = _cannot_fit(dot)
+    predicted = cannot_fit(dot)
     if predicted:
         assert not fits(svg_from_dot(dot))
     assert predicted == (ranks >= 25)      # what the bound says at the house fonts (largest 14 pt)

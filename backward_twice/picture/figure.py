@@ -58,6 +58,7 @@ class Picture:
         self.simplified = 0
         self.held_to_rule = True    # False: drawn as asked, however large (draw(modules=, expand=...))
         self._svg = None
+        self._drawn = None          # _drawn_svg's picture, when drawn_fits laid it out and it did not fit
 
     @property
     def text(self) -> str:
@@ -103,12 +104,26 @@ class Picture:
         least 11 px and at most 900 px tall at notebook width); when it breaks it, the first of the
         simpler pictures that keeps it, else a card saying what the picture would hold."""
         if self._svg is None:
-            if self.held_to_rule and _cannot_fit(self.dot):
+            if self.held_to_rule and cannot_fit(self.dot):
                 self._svg = self._fitted()          # not laid out: too many boxes to fit at all
             else:
-                svg = self._drawn_svg()
+                svg = self._drawn if self._drawn is not None else self._drawn_svg()
                 self._svg = svg if fits(svg) or not self.held_to_rule else self._fitted()
         return self._svg
+
+    def drawn_fits(self) -> bool:
+        """Whether the picture as its kind draws it keeps the rule (layout.fits), told without trying
+        its simpler pictures: how another picture tests it as one of its own simpler pictures (one box
+        per module call). True is what `not self.simplified` says once `svg` is drawn."""
+        if self._svg is None:
+            if self.held_to_rule and cannot_fit(self.dot):
+                return False
+            svg = self._drawn if self._drawn is not None else self._drawn_svg()
+            if not (fits(svg) or not self.held_to_rule):
+                self._drawn = svg          # `svg`, if asked, goes on to the simpler pictures from here
+                return False
+            self._svg = svg
+        return not self.simplified
 
     def _drawn_svg(self) -> str:
         """The picture as its kind draws it (a subclass chooses among its forms here)."""
@@ -125,7 +140,7 @@ class Picture:
         (self.simplified = CARD)."""
         for k, dot in enumerate(self.simpler() if self.simpler is not None else (), 1):
             many = isinstance(dot, tuple)        # pictures to stack (a pair cut to fewer nodes)
-            if _cannot_fit("\n".join(dot) if many else dot):
+            if cannot_fit("\n".join(dot) if many else dot):
                 continue
             other = stack_svgs([svg_from_dot(d) for d in dot]) if many else svg_from_dot(dot)
             if fits(other):
@@ -183,7 +198,7 @@ MIN_RANK_PT, RANK_GAP_PT = 36.0, 10.8
 _FONT_SIZES = re.compile(r'(?:POINT-SIZE|fontsize)="?(\d+(?:\.\d+)?)')
 
 
-def _cannot_fit(dot: str) -> bool:
+def cannot_fit(dot: str) -> bool:
     """Whether `dot` surely breaks layout.fits, told from its text without laying it out: too many
     boxes, or a chain of arrows so long that its ranks alone are too tall. A picture's smallest text
     is at most its largest font size f (14 pt, Graphviz's default, if larger than any set), so reading
