@@ -72,6 +72,33 @@ def _end(node_id: str) -> str:
     return quote(node_id) if ":" not in node_id else quoting.quote_edge(node_id)
 
 
+def _made_once(attribute_list):
+    """graphviz's a_list / attr_list (each attribute quoted, a plain dict's sorted), each distinct list
+    made once: the graph, node and edge attributes and a cluster's are the same picture after picture."""
+    made: dict = {}
+    attribute_list = getattr(attribute_list, "__wrapped__", attribute_list)
+
+    def once(label=None, kwargs=None, attributes=None):
+        if attributes is not None:
+            return attribute_list(label, kwargs=kwargs, attributes=attributes)
+        key = (label, type(label), tuple(kwargs.items()) if kwargs else ())   # type: nohtml is not str
+        done = made.get(key)
+        if done is None:
+            done = attribute_list(label, kwargs=kwargs)
+            if len(made) < 1024:
+                made[key] = done
+        return done
+    return once
+
+
+class Digraph(graphviz.Digraph):
+    """graphviz's Digraph, its attribute lists made once per distinct list (_made_once): what it writes
+    is the same, character for character."""
+
+    _a_list = staticmethod(_made_once(quoting.a_list))
+    _attr_list = staticmethod(_made_once(quoting.attr_list))
+
+
 def html(markup: str) -> str:
     """Markup for an HTML-like label: '<' + markup + '>' (what the graphviz package leaves unquoted)."""
     return f"<{markup}>"
@@ -183,7 +210,7 @@ def label(box: Box) -> str:
 # -- the graph --------------------------------------------------------------------
 def digraph(graph_attrs=None, node_attrs=None) -> graphviz.Digraph:
     """An empty picture with the house attributes."""
-    return graphviz.Digraph(graph_attr={**GRAPH_ATTRS, **(graph_attrs or {})},
+    return Digraph(graph_attr={**GRAPH_ATTRS, **(graph_attrs or {})},
                             node_attr={**NODE_ATTRS, **(node_attrs or {})}, edge_attr=EDGE_ATTRS)
 
 
@@ -267,7 +294,7 @@ def _emit(into, cid, scene, prefix, children, members) -> None:
         if not _has_content(k, children, members):
             continue
         c = scene.clusters[k]
-        sub = graphviz.Digraph(name=f"cluster_{prefix}{k}")
+        sub = Digraph(name=f"cluster_{prefix}{k}")
         sub.attr(label=html(spans_html(c.label)), labeljust="l", style="rounded", color=CLUSTER, fontsize="10")
         _emit(sub, k, scene, prefix, children, members)
         into.subgraph(sub)
@@ -295,7 +322,7 @@ def write(scene: Scene) -> str:
     if scene.title and scene.title_on_top:
         g.attr(label=title_html(scene.title, scene.title_width), labeljust="l", labelloc="t")
     if scene.framed_title:
-        frame = graphviz.Digraph(name="cluster_title")
+        frame = Digraph(name="cluster_title")
         frame.attr(label=title_html(scene.title, scene.title_width), labelloc="t", labeljust="l",
                    peripheries="0", margin="0")
         add_scene(frame, scene)
@@ -312,7 +339,7 @@ def write_pair(halves, legend, columns: int = 2) -> str:
     g = digraph()
     g.attr(label=legend_html(legend, columns), labeljust="l", labelloc="b")
     for key, scene in halves:
-        half = graphviz.Digraph(name=f"cluster_{key}")
+        half = Digraph(name=f"cluster_{key}")
         half.attr(color=PAIR, fontsize="13", label=f"<<B>{esc(scene.title)}</B>>", labelloc="t",
                   style="rounded")
         add_scene(half, scene, prefix=key + "_")
