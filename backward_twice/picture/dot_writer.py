@@ -108,7 +108,7 @@ def html(markup: str) -> str:
 def _span(s: Span) -> str:
     if s.br:
         return f'<BR ALIGN="{s.br_align}"/>' if s.br_align else "<BR/>"
-    text = esc(s.text)
+    text = _ESC_CACHE.get(s.text) or esc(s.text)     # esc, its cache read first (most spans are hits)
     if s.strike:
         text = f"<S>{text}</S>"
     if s.italic:
@@ -125,10 +125,14 @@ def spans_html(spans: list[Span]) -> str:
         return _font(_span(s), s.colour, s.size)
     if not spans:               # a swatch
         return ""
-    first = spans[0]
-    key = (first.colour, first.size)
-    if all((s.colour, s.size) == key for s in spans):     # the common case: one font for all
-        return _font("".join([_span(s) for s in spans]), *key)
+    colour, size = spans[0].colour, spans[0].size
+    parts = []
+    for s in spans:             # the common case: one font for all (a loop: this runs for every row)
+        if s.colour != colour or s.size != size:
+            break
+        parts.append(_span(s))
+    else:
+        return _font("".join(parts), colour, size)
     out, i = [], 0
     while i < len(spans):
         key = (spans[i].colour, spans[i].size)
