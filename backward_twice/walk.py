@@ -154,9 +154,9 @@ def _tensor_saved(slot, t, storages, node="") -> Saved:
     # no data: the size is what it would take.
     nbytes, view_nbytes = _saved_bytes(t, storage)
     kind = _saved_kind(slot, t, named=bool(named))
-    return Saved(slot=slot, is_tensor=True, state=SavedState.HELD, shape=tuple(t.shape),
-                 dtype=dtype_name(t.dtype), nbytes=nbytes, view_nbytes=view_nbytes,
-                 alias=alias, alias_view=view, storage=storage, kind=kind)
+    return Saved.made(slot=slot, is_tensor=True, state=SavedState.HELD, shape=tuple(t.shape),
+                      dtype=dtype_name(t.dtype), nbytes=nbytes, view_nbytes=view_nbytes,
+                      alias=alias, alias_view=view, storage=storage, kind=kind)
 
 
 def _saved_bytes(t, storage=False) -> tuple[int, int | None]:
