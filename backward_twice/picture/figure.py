@@ -104,7 +104,7 @@ class Picture:
         least 11 px and at most 900 px tall at notebook width); when it breaks it, the first of the
         simpler pictures that keeps it, else a card saying what the picture would hold."""
         if self._svg is None:
-            if self.held_to_rule and cannot_fit(self.dot):
+            if self.held_to_rule and self._surely_unfit():
                 self._svg = self._fitted()          # not laid out: too many boxes to fit at all
             else:
                 svg = self._drawn if self._drawn is not None else self._drawn_svg()
@@ -116,7 +116,7 @@ class Picture:
         its simpler pictures: how another picture tests it as one of its own simpler pictures (one box
         per module call). True is what `not self.simplified` says once `svg` is drawn."""
         if self._svg is None:
-            if self.held_to_rule and cannot_fit(self.dot):
+            if self.held_to_rule and self._surely_unfit():
                 return False
             svg = self._drawn if self._drawn is not None else self._drawn_svg()
             if not (fits(svg) or not self.held_to_rule):
@@ -124,6 +124,16 @@ class Picture:
                 return False
             self._svg = svg
         return not self.simplified
+
+    def _surely_unfit(self) -> bool:
+        """Whether no form of this picture can fit, told before laying it out: cannot_fit of its DOT for a
+        picture that draws that DOT (or it stacked, taller still); a kind with forms of its own to choose
+        among (_drawn_svg overridden: a module picture's overview) only by the box count, as its other
+        forms may have fewer ranks."""
+        if type(self)._drawn_svg is not Picture._drawn_svg:
+            from ..layout import measure
+            return measure(self.dot).nodes > FIT_MAX_BOXES
+        return cannot_fit(self.dot)
 
     def _drawn_svg(self) -> str:
         """The picture as its kind draws it (a subclass chooses among its forms here)."""
