@@ -272,6 +272,7 @@ def _packed_saved(slot, packed, storages, node) -> Saved:
                  value=f"{NOT_UNPACKED}: a saved-tensor hook keeps it as a {type(packed).__name__}")
 
 
+_HELD, _FREED, _RECOMPUTED = SavedState.HELD, SavedState.FREED, SavedState.RECOMPUTED   # an Enum member looked up: 60 ns
 _META_KEY = "backward_twice.saved"
 _HOLDERS_KEY = "backward_twice.holders"
 
@@ -753,8 +754,9 @@ class _Walk:
             nid = self._new_leaf(leaf)
         else:
             nid = f"op{len(self.snap.ops) + 1}"
-            self.snap.ops[nid] = Op(id=nid, name=fn.name(), saved=_read_saved(fn, self.storages, self.held_now))
-            if any(s.state is SavedState.RECOMPUTED for s in self.snap.ops[nid].saved):
+            saved = _read_saved(fn, self.storages, self.held_now)
+            self.snap.ops[nid] = Op(id=nid, name=fn.name(), saved=saved)
+            if saved and _RECOMPUTED in {s.state for s in saved}:
                 self.snap.recomputed_in_backward.append(nid)
             self.queue.append((fn, nid))
         self.node_id[fn] = nid
@@ -900,7 +902,7 @@ class _Walk:
                 continue
             # one list of holders per storage, shared by its slots (each slot's own node is left
             # out when read: _still_holding), so k slots of one buffer cost k, not k squared
-            keys = {fn: node_key(fn) for fn, _, _ in slots}
+            keys = {fn: self.snap.node_keys[self.node_id[fn]] for fn, _, _ in slots}   # each node_key(fn), from _visit
             holders = [(f"leaf {n}", weakref.ref(v), None) for n, v in leaves.get(key, ())]
             holders += [(f"variable {n}", weakref.ref(v), None) for n, v in named.get(key, ())]
             holders += [(f"node {fn.name()}", None, (keys[fn], s2)) for fn, s2, _ in slots]
@@ -911,12 +913,13 @@ class _Walk:
                 except (AttributeError, RuntimeError, TypeError):
                     continue
         self.held_now = {}
-        held_now = {(self.snap.node_keys[i], s.slot) for i, op in self.snap.ops.items()
-                    for s in op.saved if s.state is SavedState.HELD and i in self.snap.node_keys}
+        node_keys = self.snap.node_keys
+        held_now = {(node_keys[i], s.slot) for i, op in self.snap.ops.items()
+                    for s in op.saved if s.state is _HELD and i in node_keys}
         alive_cache: dict = {}
         for fn, nid in self.node_id.items():
             op = self.snap.ops.get(nid)
-            if op is None or not any(s.state is SavedState.FREED for s in op.saved):
+            if op is None or not op.saved or _FREED not in {s.state for s in op.saved}:
                 continue
             try:
                 records = fn.metadata.get(_HOLDERS_KEY, {})
