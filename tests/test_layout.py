@@ -173,3 +173,27 @@ def test_a_picture_told_too_tall_from_its_ranks_is_too_tall_once_laid_out(steps)
     if predicted:
         assert not fits(svg_from_dot(dot))
     assert predicted == (ranks >= 25)      # what the bound says at the house fonts (largest 14 pt)
+
+
+def test_a_module_picture_too_many_ranks_op_by_op_still_draws_its_overview():
+    """The rank bound skips the layout of a picture that draws its one DOT; a module picture whose
+    op-by-op form has too many ranks may still fit as its overview (one box per call), so it is
+    laid out and chooses, as before (a case test_fuzz_renderer found)."""
+    from torch import nn
+
+    from backward_twice.modules import record_modules
+    from backward_twice.picture.figure import cannot_fit
+
+    torch.manual_seed(0)
+
+    def block():
+        return nn.Sequential(nn.Linear(4, 4), nn.Linear(4, 4), nn.Sequential(nn.Linear(4, 4), nn.Linear(4, 4)),
+                             nn.Sequential(nn.Linear(4, 4), nn.Linear(4, 4), nn.Linear(4, 4)))
+    net = nn.Sequential(block(), block(), block())
+    x = torch.randn(3, 4, requires_grad=True)
+    with record_modules(net):
+        out = net(x)
+    pic = draw(out.pow(2).sum(), modules=net)
+    assert cannot_fit(pic.dot)                 # op by op: too many ranks to fit
+    _ = pic.svg
+    assert pic.form == "calls" and pic.simplified == 0
