@@ -119,29 +119,21 @@ def _span(s: Span) -> str:
 
 
 def spans_html(spans: list[Span]) -> str:
-    """Spans in order; a run of spans with the same colour and size shares one FONT."""
+    """Spans in order; a run of spans with the same colour and size shares one FONT (one loop:
+    this runs for every row of every box)."""
     if len(spans) == 1:          # most cells: one span
         s = spans[0]
         return _font(_span(s), s.colour, s.size)
     if not spans:               # a swatch
         return ""
     colour, size = spans[0].colour, spans[0].size
-    parts = []
-    for s in spans:             # the common case: one font for all (a loop: this runs for every row)
+    out, run = [], []
+    for s in spans:
         if s.colour != colour or s.size != size:
-            break
-        parts.append(_span(s))
-    else:
-        return _font("".join(parts), colour, size)
-    out, i = [], 0
-    while i < len(spans):
-        key = (spans[i].colour, spans[i].size)
-        j = i
-        while j < len(spans) and (spans[j].colour, spans[j].size) == key:
-            j += 1
-        body = "".join(_span(s) for s in spans[i:j])
-        out.append(_font(body, *key))
-        i = j
+            out.append(_font("".join(run), colour, size))
+            run, colour, size = [], s.colour, s.size
+        run.append(_span(s))
+    out.append(_font("".join(run), colour, size))
     return "".join(out)
 
 
