@@ -329,14 +329,17 @@ def saved_slots(fn, functions: bool = True, held=()):
     for attr, slot, raw_attr in _slots_of(fn):
         if not functions and attr == slot:     # a custom Function's saved_tensors
             continue
-        hooked = _hooked_saved(fn, attr, raw_attr)
-        if hooked is not None:   # packed by a hook that may run user code: never unpacked
-            for suffix, packed in hooked:
-                yield slot + suffix, "packed", packed
-            continue
-        if slot in held and raw_attr is not None and attr != slot:
-            raw = _raw_saved(fn, attr, raw_attr)
-            if raw is not None and not isinstance(raw, (tuple, list)) and raw.data is None:
+        raw = _raw_saved(fn, attr, raw_attr)   # read once here: this runs for every slot of every node
+        if raw is not None:
+            many = isinstance(raw, (tuple, list))
+            hook = None if many else getattr(raw, "unpack_hook", None)
+            if many or (hook is not None and hook not in SAFE_UNPACK_HOOKS):
+                hooked = _hooked_saved(fn, attr, raw_attr)
+                if hooked is not None:   # packed by a hook that may run user code: never unpacked
+                    for suffix, packed in hooked:
+                        yield slot + suffix, "packed", packed
+                    continue
+            if not many and slot in held and attr != slot and raw.data is None:
                 yield slot, "error", _FREED
                 continue
         try:
