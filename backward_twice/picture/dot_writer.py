@@ -192,9 +192,13 @@ def table_html(t: Table) -> str:
     if t.style is not None:
         a += f' STYLE="{t.style}"'
     first = t.first_row_width
-    rows = "".join("<TR>" + "".join([_cell(c, first if k == 0 else None) for c in row]) + "</TR>"
-                   for k, row in enumerate(t.rows))
-    return f"<<TABLE{a}>{rows}</TABLE>>"
+    out = [f"<<TABLE{a}>"]
+    for row in t.rows:          # most rows: one cell
+        out.append("<TR>" + (_cell(row[0], first) if len(row) == 1 else "".join([_cell(c, first) for c in row]))
+                   + "</TR>")
+        first = None            # first_row_width: the first row only
+    out.append("</TABLE>>")
+    return "".join(out)
 
 
 def label(box: Box) -> str:
