@@ -818,13 +818,14 @@ def zoo_bench(models=None) -> dict:
         if done.returncode != 0:
             rows.append({"model": name, "picture": "*", "error": done.stderr.strip().splitlines()[-1:]})
         for r in got:
-            rows.append({k: r.get(k) for k in ("model", "picture", "nodes", "seconds", "text_px", "height_px",
-                                               "simplified", "refused")})
+            rows.append({k: r.get(k) for k in ("model", "picture", "nodes", "seconds", "cpu_s", "backward_s",
+                                               "text_px", "height_px", "simplified", "refused")})
         say(f"  {name:12} " + "  ".join(f"{r['picture']} {r['seconds']:.2f} s" for r in got)
             + f"  (process {time.perf_counter() - t0:.1f} s)")
     timed = [r for r in rows if "seconds" in r]
     return {"rows": rows, "target_s": ZOO_TARGET_S,
             "over": [f"{r['model']} {r['picture']}" for r in timed if r["seconds"] > ZOO_TARGET_S],
+            "over_cpu": [f"{r['model']} {r['picture']}" for r in timed if (r["cpu_s"] or 0) > ZOO_TARGET_S],
             "slowest_s": max((r["seconds"] for r in timed), default=None)}
 
 
@@ -961,13 +962,18 @@ def report(res) -> str:
         z = res["zoo"]
         rows = [[r["model"], r["picture"], str(r.get("nodes", "")), "" if r.get("text_px") is None else
                  f"{r['text_px']:.1f}", str(r.get("height_px", "")), str(r.get("simplified", "")),
-                 r["error"] if "error" in r else f"{r['seconds']:.2f}"] for r in z["rows"]]
+                 r["error"] if "error" in r else f"{r['seconds']:.2f}",
+                 "" if r.get("cpu_s") is None else f"{r['cpu_s']:.2f}",
+                 "" if r.get("backward_s") is None else f"{r['backward_s']:.2f}"] for r in z["rows"]]
         parts.append(f"Zoo (tests/model_zoo.py, one process a model): every default picture, seconds with layout "
-                     f"(target <= {z['target_s']:g} s); px: smallest text at 860 px; simpler: which simpler "
-                     "picture was drawn (0: as first drawn)")
-        parts.append(table(rows, ["model", "picture", "nodes", "px", "height px", "simpler", "seconds"]))
-        parts.append(f"Over {z['target_s']:g} s: {len(z['over'])} of {len(z['rows'])} pictures"
-                     + (f" ({', '.join(z['over'])})" if z["over"] else ""))
+                     f"(target <= {z['target_s']:g} s): wall, and CPU (the process and its layout processes); "
+                     "the pair's include the model's own backward under watch (backward s); px: smallest text at "
+                     "860 px; simpler: which simpler picture was drawn (0: as first drawn)")
+        parts.append(table(rows, ["model", "picture", "nodes", "px", "height px", "simpler", "seconds", "CPU s",
+                                  "backward s"]))
+        parts.append(f"Over {z['target_s']:g} s: {len(z['over'])} of {len(z['rows'])} pictures in wall time"
+                     + (f" ({', '.join(z['over'])})" if z["over"] else "")
+                     + f", {len(z['over_cpu'])} in CPU time" + (f" ({', '.join(z['over_cpu'])})" if z["over_cpu"] else ""))
     if "repeat" in res:
         rp = res["repeat"]
         rows = [[r["run"], r["mode"], r["exit"], f"{r['wall_s']:.1f} s", r["summary"]] for r in rp["runs"]]
