@@ -368,7 +368,8 @@ def _read_saved(fn, storages, seen: dict | None = None) -> list[Saved]:
     Sizes of a tensor seen held in an earlier walk are kept in the node's own
     `metadata` dict, so a picture drawn after backward still says how big the
     freed buffer was (and the record dies with the node).
-    seen: a dict to fill with {(fn, slot): tensor} for the tensors read held (_Walk.record_holders).
+    seen: a dict to fill with {(fn, slot): (tensor, its _storage_key)} for the tensors read held
+    (_Walk.record_holders).
     """
     try:
         known = fn.metadata.setdefault(_META_KEY, {})
@@ -399,15 +400,15 @@ def _read_saved(fn, storages, seen: dict | None = None) -> list[Saved]:
             out.append(_tensor_saved(slot, value, storages, fn))
             known[slot] = out[-1]
             if seen is not None:
-                seen[(fn, slot)] = value
-        elif isinstance(value, (tuple, list)) and value and all(
-                isinstance(v, torch.Tensor) or v is None for v in value):
+                seen[(fn, slot)] = (value, out[-1].storage)
+        elif isinstance(value, (tuple, list)) and value and not isinstance(value[0], (int, float)) and all(
+                isinstance(v, torch.Tensor) or v is None for v in value):     # (sizes and strides: ints, not this)
             for i, v in enumerate(value):
                 if v is not None:
                     out.append(_tensor_saved(f"{slot}[{i}]", v, storages, fn))
                     known[out[-1].slot] = out[-1]
                     if seen is not None:
-                        seen[(fn, out[-1].slot)] = v
+                        seen[(fn, out[-1].slot)] = (v, out[-1].storage)
         elif value is None or (slot == "saved_tensors" and not value):
             continue  # optional input that was not needed, or a Function that saved nothing
         else:
@@ -706,7 +707,7 @@ class _Walk:
         self.leaf_box: dict[int, str] = {}       # id(leaf tensor) -> id of its box: one box per leaf
         self.keep: list[object] = []   # keeps walked objects alive so identities stay unique
         self.names = names
-        self.held_now: dict[tuple[Node, str], torch.Tensor] = {}   # (node, slot) -> saved tensor read held
+        self.held_now: dict[tuple[Node, str], tuple] = {}   # (node, slot) -> (saved tensor read held, its storage key)
         self.leaf_tensor: dict[str, torch.Tensor] = {}   # leaf box id -> its tensor
         self.queue: deque[tuple[Node, str]] = deque()   # (grad_fn, id) of ops whose inputs are not walked yet
         self.hidden: list[Node] = []   # nodes met beyond the cap
@@ -899,8 +900,8 @@ class _Walk:
             if not (t.is_leaf and t.requires_grad):   # a leaf is said as a leaf
                 named.setdefault(storage_of(t), []).append((name, t))
         by_storage: dict = {}
-        for (fn, slot), t in self.held_now.items():
-            by_storage.setdefault(storage_of(t), []).append((fn, slot, t))
+        for (fn, slot), (t, key) in self.held_now.items():      # key: its _storage_key, read by _tensor_saved
+            by_storage.setdefault(key, []).append((fn, slot, t))
         for key, slots in by_storage.items():
             if key is None:
                 continue
