@@ -707,6 +707,7 @@ class _Walk:
         self.leaf_box: dict[int, str] = {}       # id(leaf tensor) -> id of its box: one box per leaf
         self.keep: list[object] = []   # keeps walked objects alive so identities stay unique
         self.names = names
+        self.any_freed = False     # a slot read FREED (record_holders then says who still holds it)
         self.held_now: dict[tuple[Node, str], tuple] = {}   # (node, slot) -> (saved tensor read held, its storage key)
         self.leaf_tensor: dict[str, torch.Tensor] = {}   # leaf box id -> its tensor
         self.queue: deque[tuple[Node, str]] = deque()   # (grad_fn, id) of ops whose inputs are not walked yet
@@ -761,8 +762,11 @@ class _Walk:
             nid = f"op{len(self.snap.ops) + 1}"
             saved = _read_saved(fn, self.storages, self.held_now)
             self.snap.ops[nid] = Op(id=nid, name=fn.name(), saved=saved)
-            if saved and RECOMPUTED_STATE in {s.state for s in saved}:
-                self.snap.recomputed_in_backward.append(nid)
+            if saved:
+                states = {s.state for s in saved}
+                if RECOMPUTED_STATE in states:
+                    self.snap.recomputed_in_backward.append(nid)
+                self.any_freed = self.any_freed or FREED_STATE in states
             self.queue.append((fn, nid))
         self.node_id[fn] = nid
         self.snap.node_keys[nid] = node_key(fn)
@@ -918,6 +922,8 @@ class _Walk:
                 except (AttributeError, RuntimeError, TypeError):
                     continue
         self.held_now = {}
+        if not self.any_freed:      # no FREED row to say who still holds its buffer (a walk before backward)
+            return
         node_keys = self.snap.node_keys
         held_now = {(node_keys[i], s.slot) for i, op in self.snap.ops.items()
                     for s in op.saved if s.state is HELD_STATE and i in node_keys}

@@ -245,11 +245,29 @@ def _edge(g: graphviz.Digraph, e: Edge, prefix: str) -> None:
     g.edge(prefix + e.tail, prefix + e.head, **attrs)
 
 
+_LEGEND_CELLS: dict = {}
+
+
+def _legend_cell(swatch: Cell, words: str) -> str:
+    """One legend entry's cells. A plain swatch (no text: palette.swatch) is told by its fill, frame,
+    style, border and size: its entry is made once, and a legend's entries are the same picture
+    after picture."""
+    if swatch.spans or swatch.colspan or swatch.rowspan or swatch.align or swatch.valign or swatch.colour \
+            or swatch.size:
+        return f'{_cell(swatch)}<TD ALIGN="LEFT"><FONT POINT-SIZE="10">{esc(words)}</FONT></TD>'
+    key = (swatch.bg, swatch.frame_colour, swatch.style, swatch.border, swatch.width, swatch.height, words)
+    done = _LEGEND_CELLS.get(key)
+    if done is None:
+        done = f'{_cell(swatch)}<TD ALIGN="LEFT"><FONT POINT-SIZE="10">{esc(words)}</FONT></TD>'
+        if len(_LEGEND_CELLS) < 1024:
+            _LEGEND_CELLS[key] = done
+    return done
+
+
 def legend_html(entries, columns: int = 2) -> str:
     """An HTML-label legend: a swatch and a few words per entry, `columns` entries a row.
     entries: ((swatch cell attributes as a Cell, words), ...)."""
-    cells = [f'{_cell(swatch)}<TD ALIGN="LEFT"><FONT POINT-SIZE="10">{esc(words)}</FONT></TD>'
-             for swatch, words in entries]
+    cells = [_legend_cell(swatch, words) for swatch, words in entries]
     rows = ["<TR>" + "".join(cells[i:i + columns]) + "</TR>" for i in range(0, len(cells), columns)]
     return ('<<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="2" CELLPADDING="1">'
             + "".join(rows) + "</TABLE>>")
