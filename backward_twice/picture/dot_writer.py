@@ -59,6 +59,8 @@ _quote = getattr(quoting.quote, "__wrapped__", quoting.quote)     # without its 
 def quote(text: str) -> str:
     """graphviz's own quoting of an identifier or attribute value (quoted unless a plain DOT ID), for
     plain str only (never a nohtml label: that goes through Digraph), each distinct text once."""
+    if type(text) is not str:          # a nohtml is quoted, a str of the form '<...>' is not: never cached
+        return _quote(text)
     done = _QUOTED.get(text)
     if done is None:
         done = _quote(text)
