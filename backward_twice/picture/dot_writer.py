@@ -83,7 +83,8 @@ def _made_once(attribute_list):
     def once(label=None, kwargs=None, attributes=None):
         if attributes is not None:
             return attribute_list(label, kwargs=kwargs, attributes=attributes)
-        key = (label, type(label), tuple(kwargs.items()) if kwargs else ())   # type: nohtml is not str
+        # with the types: a nohtml value is quoted where the same str of the form '<...>' is not
+        key = (label, type(label), tuple([(k, v, type(v)) for k, v in kwargs.items()]) if kwargs else ())
         done = made.get(key)
         if done is None:
             done = attribute_list(label, kwargs=kwargs)
