@@ -20,7 +20,7 @@ from .modules import drill_from, folded_pictures, grouped_picture, module_focus,
 from .picture import cap as capping
 from .picture import repeats
 from .picture.alt_text import alt_of, call_of, pair_alt
-from .picture.figure import DOT_MIME, Picture, dot_record  # noqa: F401 (re-exported)
+from .picture.figure import DOT_MIME, FIT_MAX_BOXES, Picture, cannot_fit, dot_record  # noqa: F401 (re-exported)
 from .picture.layout import (  # noqa: F401
     CORE_MAX_HEIGHT_PX,
     MIN_TEXT_PX,
@@ -134,6 +134,11 @@ class ComparePicture(Picture):
     def _pair_dots(self):
         if self._dots is None:
             b, a, t, m = self.before, self.after, self.titles, self._marks
+            if self.held_to_rule and sum(len(s.ops) + len(s.tensors) for s in (b, a)) > FIT_MAX_BOXES:
+                whole = render.pair_dot(b, a, t, m)
+                if cannot_fit(whole):      # never drawn whole: no layout to measure its boxes
+                    self._dots = [whole, render.stacked_dots(b, a, t, m)]
+                    return self._dots
             sizes = render.pair_sizes(b, a, t, m)   # a node: same size, same place
             self._dots = [render.pair_dot(b, a, t, m, sizes=sizes), render.stacked_dots(b, a, t, m, sizes=sizes)]
         return self._dots
@@ -166,7 +171,10 @@ class ComparePicture(Picture):
         for n in list(render.caps(max(len(b.ops) + b.leaf_count, len(a.ops) + a.leaf_count)))[:2]:
             cb, ca = cap.cut(b, n), cap.cut(a, n)
             titles = (render.short_cut_title(self.titles[0], n), render.short_cut_title(self.titles[1], n))
-            yield render.stacked_dots(cb, ca, titles, marks, sizes=render.pair_sizes(cb, ca, titles, marks))
+            plain = render.stacked_dots(cb, ca, titles, marks)
+            # too big whatever its boxes' sizes (Picture skips it): no layout to measure them
+            yield plain if cannot_fit("\n".join(plain)) else render.stacked_dots(
+                cb, ca, titles, marks, sizes=render.pair_sizes(cb, ca, titles, marks))
         view = self.after_view(note="the pair does not fit at notebook width: 'after' only")
         yield view.dot
         yield from view.simpler()
@@ -243,7 +251,7 @@ class ComparePicture(Picture):
             if self.by_module is not None:      # one box per module call: each layer's saved tensors, FREED
                 by_module = self.by_module(f"{self.titles[1]}{f' ({note})' if note else ''}: by module call, "
                                            "what backward freed")
-                if by_module.whole:     # every call drawn (identical ones folded), not cut
+                if by_module.drawn_fits() or by_module.whole:   # every call drawn (identical ones folded), not cut
                     titles.append(by_module.text.splitlines()[0])
                     if by_module.drill and not self.drills_said(view):   # where to look next
                         view.drills[len(titles)] = by_module.drill
@@ -402,7 +410,7 @@ def draw(*roots, names=None, title=None, max_nodes=300, modules=None, focus=None
             by_module = grouped_picture(roots, names=names, title=_by_module_title(title, options.within),
                                         max_nodes=max_nodes, modules=rec, focus=options.focus, options=options)
             pic.drill = by_module.drill
-            if by_module.whole:         # every call drawn (identical ones folded), not cut
+            if by_module.drawn_fits() or by_module.whole:   # every call drawn (identical ones folded), not cut
                 notes.append("")
                 pic.by_module_at = len(notes)
                 yield by_module.dot

@@ -58,6 +58,7 @@ class Cost:
     nodes: int     # boxes (nodes with an arrow)
     edges: int     # arrows
     bends: int     # ranks skipped by arrows, summed: the virtual nodes dot adds
+    ranks: int = 0  # the longest path of arrows, in boxes: dot draws at least this many ranks
 
     @property
     def total(self) -> int:
@@ -93,7 +94,7 @@ def measure(source: str) -> Cost:
             on_stack.discard(n)
             height[n] = 1 + max((height.get(m, 0) for m in succ.get(n, ())), default=-1)
     bends = sum(max(0, height[t] - height[h] - 1) for t, heads in succ.items() for h in heads)
-    return Cost(len(nodes), edges, bends)
+    return Cost(len(nodes), edges, bends, 1 + max(height.values()) if height else 0)
 
 
 def note(source: str, cost: Cost | None = None) -> str | None:

@@ -35,7 +35,7 @@ import torch
 from . import render
 from .picture import repeats
 from .picture.alt_text import alt_of
-from .picture.figure import Picture
+from .picture.figure import Picture, cannot_fit
 from .picture.layout import fits, reads_at, shown_px, smallest_text_px
 from .picture.palette import CALL_FILL, DETAILS
 from .picture.scene import Cell, Span, Table
@@ -928,6 +928,11 @@ class ModulePicture(Picture):
         return self._form
 
     def _overview_svg(self) -> tuple[str, str]:
+        if getattr(self, "_overview_drawn", None) is None:      # laid out once (_drawn_svg may ask twice)
+            self._overview_drawn = self._lay_out_overview()
+        return self._overview_drawn
+
+    def _lay_out_overview(self) -> tuple[str, str]:
         dot = self.overview(False)
         svg = render.svg_from_dot(dot)
         if not reads_at(svg):
@@ -965,6 +970,11 @@ class ModulePicture(Picture):
         if self._form == "calls":           # only the overview: maybe with branches stacked
             self.dot, svg = self._overview_svg()
             return svg
+        if self.overview is not None and self.held_to_rule and cannot_fit(self.dot):
+            dot, other = self._overview_svg()   # op by op it cannot fit: when the overview does, it is
+            if fits(other):                     # drawn, as below, without laying out the ops first
+                self.dot, self._form = dot, "calls"
+                return other
         svg = render.svg_from_dot(self.dot)
         height, reads = shown_px(svg)[1], reads_at(svg)
         other = None

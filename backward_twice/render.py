@@ -15,14 +15,14 @@ from .picture.marks import NO_MARKS, Grouping, Marks
 from .picture.palette import CHANGED, CLUSTER, FREED, HELD, HIGHLIGHT, LEAF, MODIFIED, NAMED, OP, RAN, STOP, VALUE  # noqa: F401
 from .picture.snapshot_boxes import GRAD_VALUES_SHOWN, short_values  # noqa: F401 (re-exported)
 from .picture.transposes import TRANSPOSE, folded_transposes  # noqa: F401 (re-exported)
-from .snapshot import Snapshot, gc_paused
+from .snapshot import Snapshot, gc_paused, worked_out_once
 
 
 def to_dot(snap: Snapshot, title=None, highlight=(), marks: Marks = NO_MARKS,
            grouping: Grouping | None = None, legend: bool = True, refs: bool = True,
            sizes=None, entries=None, fold: bool = True) -> str:
     """DOT of one snapshot (picture.build.scene_of says what each argument does)."""
-    with gc_paused():
+    with gc_paused(), worked_out_once():
         return dot_writer.write(scene_of(snap, title, highlight, marks, grouping, refs=refs, fold=fold,
                                          sizes=sizes, legend=legend, entries=entries))
 

@@ -155,9 +155,9 @@ def _tensor_saved(slot, t, storages, node="") -> Saved:
     # no data: the size is what it would take.
     nbytes, view_nbytes = _saved_bytes(t, storage)
     kind = _saved_kind(slot, t, named=bool(named))
-    return Saved(slot=slot, is_tensor=True, state=SavedState.HELD, shape=tuple(t.shape),
-                 dtype=dtype_name(t.dtype), nbytes=nbytes, view_nbytes=view_nbytes,
-                 alias=alias, alias_view=view, storage=storage, kind=kind)
+    return Saved.made(slot=slot, is_tensor=True, state=SavedState.HELD, shape=tuple(t.shape),
+                      dtype=dtype_name(t.dtype), nbytes=nbytes, view_nbytes=view_nbytes,
+                      alias=alias, alias_view=view, storage=storage, kind=kind)
 
 
 def _saved_bytes(t, storage=False) -> tuple[int, int | None]:
@@ -273,6 +273,8 @@ def _packed_saved(slot, packed, storages, node) -> Saved:
                  value=f"{NOT_UNPACKED}: a saved-tensor hook keeps it as a {type(packed).__name__}")
 
 
+# an Enum member looked up costs 60 ns: these are read once
+HELD_STATE, FREED_STATE, RECOMPUTED_STATE = SavedState.HELD, SavedState.FREED, SavedState.RECOMPUTED
 _META_KEY = "backward_twice.saved"
 _HOLDERS_KEY = "backward_twice.holders"
 
@@ -328,14 +330,17 @@ def saved_slots(fn, functions: bool = True, held=()):
     for attr, slot, raw_attr in _slots_of(fn):
         if not functions and attr == slot:     # a custom Function's saved_tensors
             continue
-        hooked = _hooked_saved(fn, attr, raw_attr)
-        if hooked is not None:   # packed by a hook that may run user code: never unpacked
-            for suffix, packed in hooked:
-                yield slot + suffix, "packed", packed
-            continue
-        if slot in held and raw_attr is not None and attr != slot:
-            raw = _raw_saved(fn, attr, raw_attr)
-            if raw is not None and not isinstance(raw, (tuple, list)) and raw.data is None:
+        raw = _raw_saved(fn, attr, raw_attr)   # read once here: this runs for every slot of every node
+        if raw is not None:
+            many = isinstance(raw, (tuple, list))
+            hook = None if many else getattr(raw, "unpack_hook", None)
+            if many or (hook is not None and hook not in SAFE_UNPACK_HOOKS):
+                hooked = _hooked_saved(fn, attr, raw_attr)
+                if hooked is not None:   # packed by a hook that may run user code: never unpacked
+                    for suffix, packed in hooked:
+                        yield slot + suffix, "packed", packed
+                    continue
+            if not many and slot in held and attr != slot and raw.data is None:
                 yield slot, "error", _FREED
                 continue
         try:
@@ -364,7 +369,8 @@ def _read_saved(fn, storages, seen: dict | None = None) -> list[Saved]:
     Sizes of a tensor seen held in an earlier walk are kept in the node's own
     `metadata` dict, so a picture drawn after backward still says how big the
     freed buffer was (and the record dies with the node).
-    seen: a dict to fill with {(fn, slot): tensor} for the tensors read held (_Walk.record_holders).
+    seen: a dict to fill with {(fn, slot): (tensor, its _storage_key)} for the tensors read held
+    (_Walk.record_holders).
     """
     try:
         known = fn.metadata.setdefault(_META_KEY, {})
@@ -395,15 +401,15 @@ def _read_saved(fn, storages, seen: dict | None = None) -> list[Saved]:
             out.append(_tensor_saved(slot, value, storages, fn))
             known[slot] = out[-1]
             if seen is not None:
-                seen[(fn, slot)] = value
-        elif isinstance(value, (tuple, list)) and value and all(
-                isinstance(v, torch.Tensor) or v is None for v in value):
+                seen[(fn, slot)] = (value, out[-1].storage)
+        elif isinstance(value, (tuple, list)) and value and not isinstance(value[0], (int, float)) and all(
+                isinstance(v, torch.Tensor) or v is None for v in value):     # (sizes and strides: ints, not this)
             for i, v in enumerate(value):
                 if v is not None:
                     out.append(_tensor_saved(f"{slot}[{i}]", v, storages, fn))
                     known[out[-1].slot] = out[-1]
                     if seen is not None:
-                        seen[(fn, out[-1].slot)] = v
+                        seen[(fn, out[-1].slot)] = (v, out[-1].storage)
         elif value is None or (slot == "saved_tensors" and not value):
             continue  # optional input that was not needed, or a Function that saved nothing
         else:
@@ -703,7 +709,8 @@ class _Walk:
         self.leaf_box: dict[int, str] = {}       # id(leaf tensor) -> id of its box: one box per leaf
         self.keep: list[object] = []   # keeps walked objects alive so identities stay unique
         self.names = names
-        self.held_now: dict[tuple[Node, str], torch.Tensor] = {}   # (node, slot) -> saved tensor read held
+        self.any_freed = False     # a slot read FREED (record_holders then says who still holds it)
+        self.held_now: dict[tuple[Node, str], tuple] = {}   # (node, slot) -> (saved tensor read held, its storage key)
         self.leaf_tensor: dict[str, torch.Tensor] = {}   # leaf box id -> its tensor
         self.queue: deque[tuple[Node, str]] = deque()   # (grad_fn, id) of ops whose inputs are not walked yet
         self.hidden: list[Node] = []   # nodes met beyond the cap
@@ -755,9 +762,13 @@ class _Walk:
             nid = self._new_leaf(leaf)
         else:
             nid = f"op{len(self.snap.ops) + 1}"
-            self.snap.ops[nid] = Op(id=nid, name=fn.name(), saved=_read_saved(fn, self.storages, self.held_now))
-            if any(s.state is SavedState.RECOMPUTED for s in self.snap.ops[nid].saved):
-                self.snap.recomputed_in_backward.append(nid)
+            saved = _read_saved(fn, self.storages, self.held_now)
+            self.snap.ops[nid] = Op(id=nid, name=fn.name(), saved=saved)
+            if saved:
+                states = {s.state for s in saved}
+                if RECOMPUTED_STATE in states:
+                    self.snap.recomputed_in_backward.append(nid)
+                self.any_freed = self.any_freed or FREED_STATE in states
             self.queue.append((fn, nid))
         self.node_id[fn] = nid
         self.snap.node_keys[nid] = node_key(fn)
@@ -895,14 +906,14 @@ class _Walk:
             if not (t.is_leaf and t.requires_grad):   # a leaf is said as a leaf
                 named.setdefault(storage_of(t), []).append((name, t))
         by_storage: dict = {}
-        for (fn, slot), t in self.held_now.items():
-            by_storage.setdefault(storage_of(t), []).append((fn, slot, t))
+        for (fn, slot), (t, key) in self.held_now.items():      # key: its _storage_key, read by _tensor_saved
+            by_storage.setdefault(key, []).append((fn, slot, t))
         for key, slots in by_storage.items():
             if key is None:
                 continue
             # one list of holders per storage, shared by its slots (each slot's own node is left
             # out when read: _still_holding), so k slots of one buffer cost k, not k squared
-            keys = {fn: node_key(fn) for fn, _, _ in slots}
+            keys = {fn: self.snap.node_keys[self.node_id[fn]] for fn, _, _ in slots}   # each node_key(fn), from _visit
             holders = [(f"leaf {n}", weakref.ref(v), None) for n, v in leaves.get(key, ())]
             holders += [(f"variable {n}", weakref.ref(v), None) for n, v in named.get(key, ())]
             holders += [(f"node {fn.name()}", None, (keys[fn], s2)) for fn, s2, _ in slots]
@@ -913,12 +924,15 @@ class _Walk:
                 except (AttributeError, RuntimeError, TypeError):
                     continue
         self.held_now = {}
-        held_now = {(self.snap.node_keys[i], s.slot) for i, op in self.snap.ops.items()
-                    for s in op.saved if s.state is SavedState.HELD and i in self.snap.node_keys}
+        if not self.any_freed:      # no FREED row to say who still holds its buffer (a walk before backward)
+            return
+        node_keys = self.snap.node_keys
+        held_now = {(node_keys[i], s.slot) for i, op in self.snap.ops.items()
+                    for s in op.saved if s.state is HELD_STATE and i in node_keys}
         alive_cache: dict = {}
         for fn, nid in self.node_id.items():
             op = self.snap.ops.get(nid)
-            if op is None or not any(s.state is SavedState.FREED for s in op.saved):
+            if op is None or not op.saved or FREED_STATE not in {s.state for s in op.saved}:
                 continue
             try:
                 records = fn.metadata.get(_HOLDERS_KEY, {})

@@ -15,10 +15,13 @@ build/bench.json, and build/bench_depth.png.
   notebook), wall time, and per-notebook time from its JUnit report.
 - renderer: ours (backward_twice.walk.snapshot + backward_twice.render.to_dot: the "graph description")
   against torchviz.make_dot(..., show_saved=True).source on the same graphs; best of 15 rounds
-  each, the two interleaved; layout to SVG (same bundled Graphviz engine for both) reported apart;
+  each, the two interleaved, in CPU time; layout to SVG (same bundled Graphviz engine for both) reported apart;
   time per node at chain 400 over chain 100 (linear growth: 1); watch() around a backward against
   the backward alone on a fixed 20k-node graph (watch_graph).
 - depth: render time over chain depth, with the default cap (300 nodes) and without.
+- zoo: every default picture (draw, draw(modules=), the watch pair, its after_view) of each model of
+  tests/model_zoo.py, each model in its own subprocess: per picture its seconds (layout included,
+  wall time in that process), its smallest text and its height at 860 px (target: 1 s each).
 """
 from __future__ import annotations
 
@@ -124,10 +127,12 @@ def _best(fn, repeat=7, min_time=0.2):
     return best
 
 
-def _best_pair(fn, other, repeat=15, min_time=0.4):
+def _best_pair(fn, other, repeat=15, min_time=0.4, clock=time.process_time):
     """(best time of fn, best time of other), their rounds interleaved (fn, other, fn, ...): on a
     shared machine a busy moment slows both sides alike, and the best round of each is the least
-    disturbed. Each round runs its function enough times to last ~min_time / repeat / 2."""
+    disturbed. Each round runs its function enough times to last ~min_time / repeat / 2.
+    clock: CPU time of this process by default (both sides are single-threaded Python: on a machine
+    shared with other work, wall time swung the same ratio from 1.0 to 2.5)."""
     fn(), other()       # warm-up
     loops = []
     for f in (fn, other):
@@ -137,10 +142,10 @@ def _best_pair(fn, other, repeat=15, min_time=0.4):
     best = [float("inf"), float("inf")]
     for _ in range(repeat):
         for k, f in enumerate((fn, other)):
-            t0 = time.perf_counter()
+            t0 = clock()
             for _ in range(loops[k]):
                 f()
-            best[k] = min(best[k], (time.perf_counter() - t0) / loops[k])
+            best[k] = min(best[k], (clock() - t0) / loops[k])
     return best[0], best[1]
 
 
@@ -790,6 +795,42 @@ def repeat_suite(n: int) -> dict:
             "committed_notebooks_unchanged": unchanged}
 
 
+# ------------------------------------------------------------------------ zoo
+ZOO_HANG_GUARD_S = 600      # a hang guard for one model's process, not a budget
+ZOO_TARGET_S = 1.0          # issue 28 §4: every picture of the zoo, layout included
+
+
+def zoo_bench(models=None) -> dict:
+    """Each model of tests/model_zoo.py in its own subprocess (`python tests/model_zoo.py NAME`),
+    one row per default picture: seconds (what the learner waits for, layout included), smallest
+    text px and height px at 860 px, nodes, which simpler picture was drawn (0: as first drawn)."""
+    from tests.model_zoo import ZOO
+
+    rows = []
+    for name in models or ZOO:
+        t0 = time.perf_counter()
+        try:
+            done = subprocess.run([sys.executable, str(ROOT / "tests" / "model_zoo.py"), name], capture_output=True,
+                                  text=True, timeout=ZOO_HANG_GUARD_S, cwd=ROOT,
+                                  env={**os.environ, "PYTHONPATH": str(ROOT)})
+        except subprocess.TimeoutExpired:
+            rows.append({"model": name, "picture": "*", "error": f"no answer in {ZOO_HANG_GUARD_S} s"})
+            continue
+        got = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+        if done.returncode != 0:
+            rows.append({"model": name, "picture": "*", "error": done.stderr.strip().splitlines()[-1:]})
+        for r in got:
+            rows.append({k: r.get(k) for k in ("model", "picture", "nodes", "seconds", "cpu_s", "backward_s",
+                                               "text_px", "height_px", "simplified", "refused")})
+        say(f"  {name:12} " + "  ".join(f"{r['picture']} {r['seconds']:.2f} s" for r in got)
+            + f"  (process {time.perf_counter() - t0:.1f} s)")
+    timed = [r for r in rows if "seconds" in r]
+    return {"rows": rows, "target_s": ZOO_TARGET_S,
+            "over": [f"{r['model']} {r['picture']}" for r in timed if r["seconds"] > ZOO_TARGET_S],
+            "over_cpu": [f"{r['model']} {r['picture']}" for r in timed if (r["cpu_s"] or 0) > ZOO_TARGET_S],
+            "slowest_s": max((r["seconds"] for r in timed), default=None)}
+
+
 # ------------------------------------------------------------------------ report
 def _ms(v, limit=LAYOUT_TIMEOUT_S):
     if isinstance(v, str):
@@ -865,7 +906,8 @@ def report(res) -> str:
                  f"{c['torchviz_shows']['nodes']} nodes, "
                  f"{c['torchviz_shows']['saved']} saved (no bytes, no state)"]
                 for c in r["cases"]]
-        parts.append("Renderer: graph description, ours (snapshot + to_dot) vs torchviz make_dot(show_saved=True)")
+        parts.append("Renderer: graph description, ours (snapshot + to_dot) vs torchviz make_dot(show_saved=True), "
+                     "best of 15 interleaved rounds, CPU time")
         parts.append(table(rows, ["graph", "ours ms", "torchviz ms", "ratio", "layout ms ours/tv",
                                   "ours shows", "torchviz shows"]))
         rows = [[c["case"], f"{c['ours_ms']:.1f} ms", c["ours"], c["torchviz"]] for c in r["special"]]
@@ -919,6 +961,22 @@ def report(res) -> str:
                 for d in res["depth"]["rows"]]
         parts.append(f"Depth scaling (plot: {res['depth']['plot']})")
         parts.append(table(rows, ["depth", "ours capped ms", "+ layout ms", "ours uncapped ms", "torchviz ms"]))
+    if "zoo" in res:
+        z = res["zoo"]
+        rows = [[r["model"], r["picture"], str(r.get("nodes", "")), "" if r.get("text_px") is None else
+                 f"{r['text_px']:.1f}", str(r.get("height_px", "")), str(r.get("simplified", "")),
+                 r["error"] if "error" in r else f"{r['seconds']:.2f}",
+                 "" if r.get("cpu_s") is None else f"{r['cpu_s']:.2f}",
+                 "" if r.get("backward_s") is None else f"{r['backward_s']:.2f}"] for r in z["rows"]]
+        parts.append(f"Zoo (tests/model_zoo.py, one process a model): every default picture, seconds with layout "
+                     f"(target <= {z['target_s']:g} s): wall, and CPU (the process and its layout processes); "
+                     "the pair's include the model's own backward under watch (backward s); px: smallest text at "
+                     "860 px; simpler: which simpler picture was drawn (0: as first drawn)")
+        parts.append(table(rows, ["model", "picture", "nodes", "px", "height px", "simpler", "seconds", "CPU s",
+                                  "backward s"]))
+        parts.append(f"Over {z['target_s']:g} s: {len(z['over'])} of {len(z['rows'])} pictures in wall time"
+                     + (f" ({', '.join(z['over'])})" if z["over"] else "")
+                     + f", {len(z['over_cpu'])} in CPU time" + (f" ({', '.join(z['over_cpu'])})" if z["over_cpu"] else ""))
     if "repeat" in res:
         rp = res["repeat"]
         rows = [[r["run"], r["mode"], r["exit"], f"{r['wall_s']:.1f} s", r["summary"]] for r in rp["runs"]]
@@ -940,6 +998,10 @@ def ratio_problems(res) -> list:
         growth = res["renderer"].get("growth")
         if growth is not None and growth > 1.2 * 1.5:
             problems.append(f"renderer: time per node grows {growth:.2f} x from chain 100 to 400 (target 1.2)")
+    if "zoo" in res:
+        problems += [f"zoo {r['model']}: {r['error']}" for r in res["zoo"]["rows"] if "error" in r]
+        problems += [f"zoo {r['model']} {r['picture']}: {r['seconds']:.2f} s (target {ZOO_TARGET_S:g} s)"
+                     for r in res["zoo"]["rows"] if r.get("seconds", 0) > ZOO_TARGET_S * 1.5]
     if "watch" in res and res["watch"]["ratio"] > 2 * 1.5:
         problems.append(f"watch: {res['watch']['ratio']:.2f} x a plain backward (target 2)")
     return problems
@@ -989,10 +1051,11 @@ def check(res) -> list:
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--only", choices=["suite", "renderer", "layout", "depth", "recorder"], action="append",
+    ap.add_argument("--only", choices=["suite", "renderer", "layout", "depth", "recorder", "zoo"], action="append",
                     help="run only these parts (repeatable); default: all three")
     ap.add_argument("--repeat", type=int, metavar="N", default=0,
                     help="also run the full suite N times under xdist and once serially")
+    ap.add_argument("--zoo", action="append", metavar="MODEL", help="with --only zoo: only these models")
     ap.add_argument("--check", action="store_true", help="exit 1 when a ratio misses its target by a wide margin")
     ap.add_argument("--json", default=str(BUILD / "bench.json"))
     args = ap.parse_args(argv)
@@ -1044,6 +1107,9 @@ def main(argv=None):
         res["robust"] = robust_bench()
         say("pairs and stepper frames: own sizes vs shared sizes ...")
         res["pairs"] = pair_bench()
+    if "zoo" in parts:
+        say("zoo: every default picture of each model, one process a model ...")
+        res["zoo"] = zoo_bench(args.zoo)
     if "depth" in parts:
         say("depth scaling ...")
         res["depth"] = depth_bench(BUILD / "bench_depth.png")

@@ -520,8 +520,10 @@ def measure(svg: str) -> dict:
 
 
 def pictures(name: str, save_to: str | None = None):
-    """Yield {"model", "picture", "nodes", "text_px", "height_px", "seconds", "folded", "first_line", ...} for
-    each default picture."""
+    """Yield {"model", "picture", "nodes", "text_px", "height_px", "seconds", "cpu_s", "backward_s", "folded",
+    "first_line", ...} for each default picture: seconds, wall time, layout included; cpu_s, the CPU time
+    of it (this process and its layout processes); backward_s, for the pair, the model's own backward under
+    watch (in both); folded, whether the picture drawn shows repeated blocks folded."""
     import warnings
 
     import backward_twice as bt
@@ -533,19 +535,21 @@ def pictures(name: str, save_to: str | None = None):
         "modules": lambda: bt.draw(case.loss, names=case.names, modules=case.model),
     }
     for pic_name in ("draw", "modules"):
-        t = time.perf_counter()
+        t, cpu = time.perf_counter(), _cpu_s()
         pic = made[pic_name]()
         svg = pic.svg
-        yield _row(name, pic_name, nodes, svg, time.perf_counter() - t, pic, save_to)
-    t = time.perf_counter()
+        yield _row(name, pic_name, nodes, svg, time.perf_counter() - t, pic, save_to, _cpu_s() - cpu)
+    t, cpu = time.perf_counter(), _cpu_s()
     with bt.watch(case.loss, names=case.names) as w:
+        started = time.perf_counter()
         case.loss.backward()
+        backward_s = time.perf_counter() - started     # the model's own backward, hooked: in `seconds` too
     svg = w.picture.svg
-    yield _row(name, "pair", nodes, svg, time.perf_counter() - t, w.picture, save_to)
-    t = time.perf_counter()
+    yield _row(name, "pair", nodes, svg, time.perf_counter() - t, w.picture, save_to, _cpu_s() - cpu, backward_s)
+    t, cpu = time.perf_counter(), _cpu_s()
     view = w.after_view()
     svg = view.svg
-    yield _row(name, "after_view", nodes, svg, time.perf_counter() - t, view, save_to)
+    yield _row(name, "after_view", nodes, svg, time.perf_counter() - t, view, save_to, _cpu_s() - cpu)
 
 
 def folds(dot: str) -> bool:
@@ -556,12 +560,22 @@ def folds(dot: str) -> bool:
                                           "the same ops each"))
 
 
-def _row(model, picture, nodes, svg, seconds, pic, save_to):
+def _cpu_s() -> float:
+    """CPU seconds of this process and of the layout processes it waited for (a loaded machine
+    stretches wall time, not this)."""
+    import resource
+    return time.process_time() + resource.getrusage(resource.RUSAGE_CHILDREN).ru_utime \
+        + resource.getrusage(resource.RUSAGE_CHILDREN).ru_stime
+
+
+def _row(model, picture, nodes, svg, seconds, pic, save_to, cpu_s=None, backward_s=None):
     if save_to:
         with open(f"{save_to}/{model}.{picture}.svg", "w", encoding="utf-8") as f:
             f.write(svg)
     from backward_twice.layout import refused
     return {"model": model, "picture": picture, "nodes": nodes, **measure(svg), "seconds": round(seconds, 2),
+            "cpu_s": None if cpu_s is None else round(cpu_s, 2),
+            "backward_s": None if backward_s is None else round(backward_s, 2),
             "refused": refused(svg), "simplified": getattr(pic, "simplified", 0), "folded": folds(pic.dot),
             "form": getattr(pic, "_form", None), "first_line": pic.text.splitlines()[0][:120],
             "text_tail": pic.text.splitlines()[-1][:300]}

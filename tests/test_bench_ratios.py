@@ -44,3 +44,22 @@ def test_the_report_prints_the_growth_and_the_watch_ratio():
     text = bench.report(res)
     assert "chain 400 / chain 100: 1.05 x" in text
     assert "19,983 nodes" in text and "ratio 1.90 x" in text
+
+
+def test_the_zoo_part_reports_every_picture_of_a_model_run_in_its_own_process():
+    """bench --only zoo (issue 28 §4): one row per default picture with its seconds (wall and CPU),
+    px and height, the pair's backward apart; the report's table and its count of pictures over the
+    target. The shape only: no time is checked (a hang guard is the subprocess's own limit)."""
+    from tests.model_zoo import PICTURES
+
+    res = {"zoo": bench.zoo_bench(["gnn"])}
+    rows = res["zoo"]["rows"]
+    assert [r["picture"] for r in rows] == list(PICTURES) and all(r["model"] == "gnn" for r in rows)
+    for r in rows:
+        assert r["seconds"] >= 0 and r["cpu_s"] >= 0 and r["text_px"] > 0 and r["height_px"] > 0
+        assert (r["backward_s"] is not None) == (r["picture"] == "pair")
+    text = bench.report(res)
+    assert "| gnn   | after_view |" in text and "CPU s" in text
+    assert f"of {len(PICTURES)} pictures in wall time" in text
+    slow = {"zoo": {**res["zoo"], "rows": [{**rows[0], "seconds": 9.0}, *rows[1:]]}}
+    assert any("zoo gnn draw: 9.00 s" in p for p in bench.check(slow))

@@ -158,3 +158,48 @@ def test_the_text_describes_the_simpler_picture_drawn_not_the_first_one():
     assert pic.simplified > 0 and layout.note(pic.dot) is None
     assert "PICTURE SIMPLIFIED" not in text and "fewer nodes are drawn than listed above" in text
     assert pic._repr_mimebundle_()["text/plain"] == text
+
+
+@pytest.mark.parametrize("steps", [3, 8, 12, 16, 40])
+def test_a_picture_told_too_tall_from_its_ranks_is_too_tall_once_laid_out(steps):
+    """figure.cannot_fit skips the layout of a picture whose chain of arrows is too long to fit
+    (issue 28 §4: fewer layouts tried). It must never skip one that would fit: whenever it says
+    "cannot fit", the laid-out picture indeed breaks layout.fits; and short chains are laid out."""
+    from backward_twice.picture.figure import cannot_fit
+    from backward_twice.picture.layout import fits, svg_from_dot
+
+    x = torch.randn(2, requires_grad=True)
+    y = x
+    for _ in range(steps):
+        y = torch.tanh(y)
+    dot = render.to_dot(snapshot(y.sum(), names={"x": x}))
+    ranks = layout.measure(dot).ranks
+    assert ranks == steps + 3          # x, AccumulateGrad, the tanh ops, sum
+    predicted = cannot_fit(dot)
+    if predicted:
+        assert not fits(svg_from_dot(dot))
+    assert predicted == (ranks >= 25)      # what the bound says at the house fonts (largest 14 pt)
+
+
+def test_a_module_picture_too_many_ranks_op_by_op_still_draws_its_overview():
+    """The rank bound skips the layout of a picture that draws its one DOT; a module picture whose
+    op-by-op form has too many ranks may still fit as its overview (one box per call), so it is
+    laid out and chooses, as before (a case test_fuzz_renderer found)."""
+    from torch import nn
+
+    from backward_twice.modules import record_modules
+    from backward_twice.picture.figure import cannot_fit
+
+    torch.manual_seed(0)
+
+    def block():
+        return nn.Sequential(nn.Linear(4, 4), nn.Linear(4, 4), nn.Sequential(nn.Linear(4, 4), nn.Linear(4, 4)),
+                             nn.Sequential(nn.Linear(4, 4), nn.Linear(4, 4), nn.Linear(4, 4)))
+    net = nn.Sequential(block(), block(), block())
+    x = torch.randn(3, 4, requires_grad=True)
+    with record_modules(net):
+        out = net(x)
+    pic = draw(out.pow(2).sum(), modules=net)
+    assert cannot_fit(pic.dot)                 # op by op: too many ranks to fit
+    _ = pic.svg
+    assert pic.form == "calls" and pic.simplified == 0

@@ -56,7 +56,7 @@ def scene_of(snap: Snapshot, title=None, highlight=(), marks: Marks = NO_MARKS, 
     scene.title_width = (sizes or {}).get("title", (None,))[0]
     if legend:
         scene.framed_title = bool(title)
-        m = replace(marks, highlight=frozenset(highlight) | marks.highlight)
+        m = replace(marks, highlight=frozenset(highlight) | marks.highlight) if highlight else marks
         keys = features([snap], m, grouping) if entries is None else entries
         if region.REGION in scene.boxes:
             keys = [*keys, "region"]

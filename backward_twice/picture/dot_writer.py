@@ -10,6 +10,7 @@ on (Graphviz reads '\\n', '\\N' and '\\l' in a quoted string as escapes).
 from __future__ import annotations
 
 import graphviz
+from graphviz import quoting
 
 from .palette import CLUSTER, EDGE, PAIR
 from .scene import Box, Cell, Edge, Scene, Span, Table
@@ -51,6 +52,56 @@ def plain(text) -> graphviz.nohtml:
     return graphviz.nohtml(esc(text))
 
 
+_QUOTED: dict[str, str] = {}
+_quote = getattr(quoting.quote, "__wrapped__", quoting.quote)     # without its positional-args check
+
+
+def quote(text: str) -> str:
+    """graphviz's own quoting of an identifier or attribute value (quoted unless a plain DOT ID), for
+    plain str only (never a nohtml label: that goes through Digraph), each distinct text once."""
+    if type(text) is not str:          # a nohtml is quoted, a str of the form '<...>' is not: never cached
+        return _quote(text)
+    done = _QUOTED.get(text)
+    if done is None:
+        done = _quote(text)
+        if len(_QUOTED) < 8192:    # node ids and attribute values repeat picture after picture
+            _QUOTED[text] = done
+    return done
+
+
+def _end(node_id: str) -> str:
+    """An edge's end as Digraph.edge quotes it (a ':' would start a port name)."""
+    return quote(node_id) if ":" not in node_id else quoting.quote_edge(node_id)
+
+
+def _made_once(attribute_list):
+    """graphviz's a_list / attr_list (each attribute quoted, a plain dict's sorted), each distinct list
+    made once: the graph, node and edge attributes and a cluster's are the same picture after picture."""
+    made: dict = {}
+    attribute_list = getattr(attribute_list, "__wrapped__", attribute_list)
+
+    def once(label=None, kwargs=None, attributes=None):
+        if attributes is not None:
+            return attribute_list(label, kwargs=kwargs, attributes=attributes)
+        # with the types: a nohtml value is quoted where the same str of the form '<...>' is not
+        key = (label, type(label), tuple([(k, v, type(v)) for k, v in kwargs.items()]) if kwargs else ())
+        done = made.get(key)
+        if done is None:
+            done = attribute_list(label, kwargs=kwargs)
+            if len(made) < 1024:
+                made[key] = done
+        return done
+    return once
+
+
+class Digraph(graphviz.Digraph):
+    """graphviz's Digraph, its attribute lists made once per distinct list (_made_once): what it writes
+    is the same, character for character."""
+
+    _a_list = staticmethod(_made_once(quoting.a_list))
+    _attr_list = staticmethod(_made_once(quoting.attr_list))
+
+
 def html(markup: str) -> str:
     """Markup for an HTML-like label: '<' + markup + '>' (what the graphviz package leaves unquoted)."""
     return f"<{markup}>"
@@ -60,7 +111,7 @@ def html(markup: str) -> str:
 def _span(s: Span) -> str:
     if s.br:
         return f'<BR ALIGN="{s.br_align}"/>' if s.br_align else "<BR/>"
-    text = esc(s.text)
+    text = _ESC_CACHE.get(s.text) or esc(s.text)     # esc, its cache read first (most spans are hits)
     if s.strike:
         text = f"<S>{text}</S>"
     if s.italic:
@@ -71,19 +122,21 @@ def _span(s: Span) -> str:
 
 
 def spans_html(spans: list[Span]) -> str:
-    """Spans in order; a run of spans with the same colour and size shares one FONT."""
+    """Spans in order; a run of spans with the same colour and size shares one FONT (one loop:
+    this runs for every row of every box)."""
     if len(spans) == 1:          # most cells: one span
         s = spans[0]
         return _font(_span(s), s.colour, s.size)
-    out, i = [], 0
-    while i < len(spans):
-        key = (spans[i].colour, spans[i].size)
-        j = i
-        while j < len(spans) and (spans[j].colour, spans[j].size) == key:
-            j += 1
-        body = "".join(_span(s) for s in spans[i:j])
-        out.append(_font(body, *key))
-        i = j
+    if not spans:               # a swatch
+        return ""
+    colour, size = spans[0].colour, spans[0].size
+    out, run = [], []
+    for s in spans:
+        if s.colour != colour or s.size != size:
+            out.append(_font("".join(run), colour, size))
+            run, colour, size = [], s.colour, s.size
+        run.append(_span(s))
+    out.append(_font("".join(run), colour, size))
     return "".join(out)
 
 
@@ -142,9 +195,13 @@ def table_html(t: Table) -> str:
     if t.style is not None:
         a += f' STYLE="{t.style}"'
     first = t.first_row_width
-    rows = "".join("<TR>" + "".join([_cell(c, first if k == 0 else None) for c in row]) + "</TR>"
-                   for k, row in enumerate(t.rows))
-    return f"<<TABLE{a}>{rows}</TABLE>>"
+    out = [f"<<TABLE{a}>"]
+    for row in t.rows:          # most rows: one cell
+        out.append("<TR>" + (_cell(row[0], first) if len(row) == 1 else "".join([_cell(c, first) for c in row]))
+                   + "</TR>")
+        first = None            # first_row_width: the first row only
+    out.append("</TABLE>>")
+    return "".join(out)
 
 
 def label(box: Box) -> str:
@@ -156,15 +213,20 @@ def label(box: Box) -> str:
 # -- the graph --------------------------------------------------------------------
 def digraph(graph_attrs=None, node_attrs=None) -> graphviz.Digraph:
     """An empty picture with the house attributes."""
-    return graphviz.Digraph(graph_attr={**GRAPH_ATTRS, **(graph_attrs or {})},
+    return Digraph(graph_attr={**GRAPH_ATTRS, **(graph_attrs or {})},
                             node_attr={**NODE_ATTRS, **(node_attrs or {})}, edge_attr=EDGE_ATTRS)
 
 
 def _node(g: graphviz.Digraph, box: Box, prefix: str) -> None:
+    """The node's line, as Digraph.node writes it (the id and every attribute value quoted by graphviz's
+    own rule, attributes after the label sorted by name), appended to the Digraph's body directly:
+    this runs for every box, and Digraph.node re-checks its arguments on every call. The label is
+    always HTML ('<...>'), which graphviz leaves unquoted."""
+    attrs = box.attrs
     if box.simple:
-        g.node(prefix + box.id, label(box), margin=GRAPHVIZ_MARGIN, **box.attrs)
-    else:
-        g.node(prefix + box.id, label(box), **box.attrs)
+        attrs = {**attrs, "margin": GRAPHVIZ_MARGIN}
+    extra = "".join([f" {quote(k)}={quote(v)}" for k, v in sorted(attrs.items()) if v is not None]) if attrs else ""
+    g.body.append(f"\t{quote(prefix + box.id)} [label={label(box)}{extra}]\n")
 
 
 def _edge(g: graphviz.Digraph, e: Edge, prefix: str) -> None:
@@ -186,11 +248,29 @@ def _edge(g: graphviz.Digraph, e: Edge, prefix: str) -> None:
     g.edge(prefix + e.tail, prefix + e.head, **attrs)
 
 
+_LEGEND_CELLS: dict = {}
+
+
+def _legend_cell(swatch: Cell, words: str) -> str:
+    """One legend entry's cells. A plain swatch (no text: palette.swatch) is told by its fill, frame,
+    style, border and size: its entry is made once, and a legend's entries are the same picture
+    after picture."""
+    if swatch.spans or swatch.colspan or swatch.rowspan or swatch.align or swatch.valign or swatch.colour \
+            or swatch.size:
+        return f'{_cell(swatch)}<TD ALIGN="LEFT"><FONT POINT-SIZE="10">{esc(words)}</FONT></TD>'
+    key = (swatch.bg, swatch.frame_colour, swatch.style, swatch.border, swatch.width, swatch.height, words)
+    done = _LEGEND_CELLS.get(key)
+    if done is None:
+        done = f'{_cell(swatch)}<TD ALIGN="LEFT"><FONT POINT-SIZE="10">{esc(words)}</FONT></TD>'
+        if len(_LEGEND_CELLS) < 1024:
+            _LEGEND_CELLS[key] = done
+    return done
+
+
 def legend_html(entries, columns: int = 2) -> str:
     """An HTML-label legend: a swatch and a few words per entry, `columns` entries a row.
     entries: ((swatch cell attributes as a Cell, words), ...)."""
-    cells = [f'{_cell(swatch)}<TD ALIGN="LEFT"><FONT POINT-SIZE="10">{esc(words)}</FONT></TD>'
-             for swatch, words in entries]
+    cells = [_legend_cell(swatch, words) for swatch, words in entries]
     rows = ["<TR>" + "".join(cells[i:i + columns]) + "</TR>" for i in range(0, len(cells), columns)]
     return ('<<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="2" CELLPADDING="1">'
             + "".join(rows) + "</TABLE>>")
@@ -213,18 +293,13 @@ def add_scene(g: graphviz.Digraph, scene: Scene, prefix: str = "") -> None:
     for box in scene.boxes.values():
         members.setdefault(box.cluster if box.cluster in scene.clusters else None, []).append(box)
     _emit(g, None, scene, prefix, children, members)
-    plain = []     # a run of edges with no attributes of their own: one Digraph.edges call, in order
+    body = g.body
     for e in scene.edges:
         if (e.tail_mark is None and e.minlen is None and e.colour is None and e.mark_colour is None
                 and e.width is None and e.style is None):
-            plain.append((prefix + e.tail, prefix + e.head))
-            continue
-        if plain:
-            g.edges(plain)
-            plain = []
-        _edge(g, e, prefix)
-    if plain:
-        g.edges(plain)
+            body.append(f"\t{_end(prefix + e.tail)} -> {_end(prefix + e.head)}\n")   # as Digraph.edges writes it
+        else:
+            _edge(g, e, prefix)
 
 
 # Module functions, not closures inside add_scene: a recursive closure is a reference cycle that
@@ -240,7 +315,7 @@ def _emit(into, cid, scene, prefix, children, members) -> None:
         if not _has_content(k, children, members):
             continue
         c = scene.clusters[k]
-        sub = graphviz.Digraph(name=f"cluster_{prefix}{k}")
+        sub = Digraph(name=f"cluster_{prefix}{k}")
         sub.attr(label=html(spans_html(c.label)), labeljust="l", style="rounded", color=CLUSTER, fontsize="10")
         _emit(sub, k, scene, prefix, children, members)
         into.subgraph(sub)
@@ -268,7 +343,7 @@ def write(scene: Scene) -> str:
     if scene.title and scene.title_on_top:
         g.attr(label=title_html(scene.title, scene.title_width), labeljust="l", labelloc="t")
     if scene.framed_title:
-        frame = graphviz.Digraph(name="cluster_title")
+        frame = Digraph(name="cluster_title")
         frame.attr(label=title_html(scene.title, scene.title_width), labelloc="t", labeljust="l",
                    peripheries="0", margin="0")
         add_scene(frame, scene)
@@ -285,7 +360,7 @@ def write_pair(halves, legend, columns: int = 2) -> str:
     g = digraph()
     g.attr(label=legend_html(legend, columns), labeljust="l", labelloc="b")
     for key, scene in halves:
-        half = graphviz.Digraph(name=f"cluster_{key}")
+        half = Digraph(name=f"cluster_{key}")
         half.attr(color=PAIR, fontsize="13", label=f"<<B>{esc(scene.title)}</B>>", labelloc="t",
                   style="rounded")
         add_scene(half, scene, prefix=key + "_")

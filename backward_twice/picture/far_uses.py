@@ -4,7 +4,7 @@ edge to each use, and Graphviz spent seconds to minutes routing those edges acro
 small reference box next to it instead: no long edges."""
 from __future__ import annotations
 
-from ..snapshot import Snapshot
+from ..snapshot import Snapshot, once_per_snapshot
 from .scene import Scene
 from .snapshot_boxes import is_leaf, ref_box
 
@@ -33,6 +33,7 @@ def op_levels(snap: Snapshot) -> dict[str, int]:
     return level
 
 
+@once_per_snapshot
 def far_leaf_uses(snap: Snapshot, far: int = FAR_RANKS) -> set[tuple[str, str]]:
     """(leaf id, op id) edges drawn as reference boxes: a leaf keeps a real edge to its first
     use (the highest op) and to every use within `far` levels of it."""

@@ -4,7 +4,18 @@ from __future__ import annotations
 import html
 import re
 
-from .layout import MIN_TEXT_PX, fits, layout_note, smallest_text_px, stack_svgs, svg_from_dot, svg_img, svg_width_pt
+from .layout import (
+    CORE_MAX_HEIGHT_PX,
+    CORE_TEXT_PX,
+    MIN_TEXT_PX,
+    fits,
+    layout_note,
+    smallest_text_px,
+    stack_svgs,
+    svg_from_dot,
+    svg_img,
+    svg_width_pt,
+)
 
 # Every picture's output carries the DOT it was drawn from (sizes measured by a layout blanked:
 # they depend on the Graphviz build and fonts). nbval compares it like text/plain, so a fresh run
@@ -47,6 +58,7 @@ class Picture:
         self.simplified = 0
         self.held_to_rule = True    # False: drawn as asked, however large (draw(modules=, expand=...))
         self._svg = None
+        self._drawn = None          # _drawn_svg's picture, when drawn_fits laid it out and it did not fit
 
     @property
     def text(self) -> str:
@@ -92,12 +104,36 @@ class Picture:
         least 11 px and at most 900 px tall at notebook width); when it breaks it, the first of the
         simpler pictures that keeps it, else a card saying what the picture would hold."""
         if self._svg is None:
-            if self.held_to_rule and _cannot_fit(self.dot):
+            if self.held_to_rule and self._surely_unfit():
                 self._svg = self._fitted()          # not laid out: too many boxes to fit at all
             else:
-                svg = self._drawn_svg()
+                svg = self._drawn if self._drawn is not None else self._drawn_svg()
                 self._svg = svg if fits(svg) or not self.held_to_rule else self._fitted()
         return self._svg
+
+    def drawn_fits(self) -> bool:
+        """Whether the picture as its kind draws it keeps the rule (layout.fits), told without trying
+        its simpler pictures: how another picture tests it as one of its own simpler pictures (one box
+        per module call). True is what `not self.simplified` says once `svg` is drawn."""
+        if self._svg is None:
+            if self.held_to_rule and self._surely_unfit():
+                return False
+            svg = self._drawn if self._drawn is not None else self._drawn_svg()
+            if not (fits(svg) or not self.held_to_rule):
+                self._drawn = svg          # `svg`, if asked, goes on to the simpler pictures from here
+                return False
+            self._svg = svg
+        return not self.simplified
+
+    def _surely_unfit(self) -> bool:
+        """Whether no form of this picture can fit, told before laying it out: cannot_fit of its DOT for a
+        picture that draws that DOT (or it stacked, taller still); a kind with forms of its own to choose
+        among (_drawn_svg overridden: a module picture's overview) only by the box count, as its other
+        forms may have fewer ranks."""
+        if type(self)._drawn_svg is not Picture._drawn_svg:
+            from ..layout import measure
+            return measure(self.dot).nodes > FIT_MAX_BOXES
+        return cannot_fit(self.dot)
 
     def _drawn_svg(self) -> str:
         """The picture as its kind draws it (a subclass chooses among its forms here)."""
@@ -114,7 +150,7 @@ class Picture:
         (self.simplified = CARD)."""
         for k, dot in enumerate(self.simpler() if self.simpler is not None else (), 1):
             many = isinstance(dot, tuple)        # pictures to stack (a pair cut to fewer nodes)
-            if _cannot_fit("\n".join(dot) if many else dot):
+            if cannot_fit("\n".join(dot) if many else dot):
                 continue
             other = stack_svgs([svg_from_dot(d) for d in dot]) if many else svg_from_dot(dot)
             if fits(other):
@@ -166,9 +202,28 @@ CARD = -1      # Picture.simplified when the card is drawn
 FIT_MAX_BOXES = 200
 
 
-def _cannot_fit(dot: str) -> bool:
+# Every box is at least a Graphviz node's default height (0.5 in: no picture sets a smaller `height`),
+# and ranks are dot_writer's ranksep (0.15 in) apart.
+MIN_RANK_PT, RANK_GAP_PT = 36.0, 10.8
+_FONT_SIZES = re.compile(r'(?:POINT-SIZE|fontsize)="?(\d+(?:\.\d+)?)')
+
+
+def cannot_fit(dot: str) -> bool:
+    """Whether `dot` surely breaks layout.fits, told from its text without laying it out: too many
+    boxes, or a chain of arrows so long that its ranks alone are too tall. A picture's smallest text
+    is at most its largest font size f (14 pt, Graphviz's default, if larger than any set), so reading
+    at 11 px it is shown at least 11 / (f * 4/3) of its size, and its natural height can be at most
+    900 px / (4/3) / that; it is at least ranks x MIN_RANK_PT plus the gaps between them."""
     from ..layout import measure
-    return measure(dot).nodes > FIT_MAX_BOXES
+    cost = measure(dot)
+    if cost.nodes > FIT_MAX_BOXES:
+        return True
+    if "height=" in dot:        # a box drawn smaller than the default: no bound from ranks
+        return False
+    largest = max((float(v) for v in _FONT_SIZES.findall(dot)), default=14.0)
+    least_scale = CORE_TEXT_PX / (max(largest, 14.0) * 4 / 3)
+    tallest_pt = CORE_MAX_HEIGHT_PX * 3 / 4 / least_scale
+    return cost.ranks * MIN_RANK_PT + max(0, cost.ranks - 1) * RANK_GAP_PT > tallest_pt
 
 
 def card_dot(lines: list[str]) -> str:

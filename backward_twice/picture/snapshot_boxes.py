@@ -34,13 +34,23 @@ def holder_words(s) -> str:
     return f" - still held by {', '.join(held_by)}, no memory returned"
 
 
+_FREED, _VALUE = SavedState.FREED, SavedState.VALUE   # read once: an Enum member
+_RECOMPUTED, _UNREADABLE = SavedState.RECOMPUTED, SavedState.UNREADABLE      # looked up costs 60 ns a time
+
+
 def saved_rows(op, shared=frozenset()) -> list[list[Cell]]:
     """One row per saved tensor (held, FREED, modified in place, unreadable), then settings."""
     rows = []
+    values = []
     for s in op.saved:
-        tag = shared_tag() if s.slot in shared else []
+        state = s.state
+        if not s.is_tensor:
+            if state is _VALUE:
+                values.append(s)
+            continue
+        tag = shared_tag() if shared and s.slot in shared else []
         alias = f" {s.alias_note()}" if s.alias else ""
-        if s.state is SavedState.FREED:
+        if state is _FREED:
             size = alias + ("" if s.shape is None else f" {fmt_shape(s.shape)} {s.size_words()}")
             spans = [Span(f"saved {s.slot}{size}", strike=True), Span("\u00a0\u00a0"), Span("FREED", bold=True)] + tag
             holder = holder_words(s)
@@ -48,22 +58,23 @@ def saved_rows(op, shared=frozenset()) -> list[list[Cell]]:
                 # held by x' says no memory was returned: the text form says it in words)
                 spans += [Span(br=True), Span(holder.removeprefix(" - ").removesuffix(", no memory returned"))]
             rows.append([Cell(spans, colour=FREED, size=10, align="LEFT")])
-        elif s.is_tensor and s.modified:  # held, but changed in place since it was saved
+        elif s.modified:  # held, but changed in place since it was saved
             size = "" if s.shape is None else f": {fmt_shape(s.shape)} {s.dtype} {s.size_words()}"
             spans = [Span(f"saved {s.slot}{alias}{size}"), Span(br=True),
                      Span(f"MODIFIED IN PLACE since saved ({s.modified})", bold=True)]
             rows.append([Cell(spans, colour=MODIFIED, size=10, align="LEFT")])
-        elif s.state is SavedState.RECOMPUTED:  # a checkpoint re-runs the forward for it in backward
+        elif state is _RECOMPUTED:  # a checkpoint re-runs the forward for it in backward
             spans = [Span(f"saved {s.slot}: "), Span("recomputed in backward", bold=True),
                      Span(" (checkpoint), not held")]
             rows.append([Cell(spans, colour=VALUE, size=10, align="LEFT")])
-        elif s.state is SavedState.UNREADABLE:  # reading it raised something we do not know
+        elif state is _UNREADABLE:  # reading it raised something we do not know
             spans = [Span(f"saved {s.slot}: "), Span("unreadable", bold=True), Span(f" ({s.value})")]
             rows.append([Cell(spans, colour=VALUE, size=10, align="LEFT")])
-        elif s.is_tensor:     # the word HELD, not only green: no meaning by colour alone
+        else:     # the word HELD, not only green: no meaning by colour alone
             spans = [Span("HELD", bold=True), Span(f" {s.slot}{alias}: {fmt_shape(s.shape)} {s.dtype} {s.size_words()}")] + tag
             rows.append([Cell(spans, colour=HELD, size=10, align="LEFT")])
-    rows.extend(value_rows([s for s in op.saved if not s.is_tensor and s.state is SavedState.VALUE]))
+    if values:
+        rows.extend(value_rows(values))
     return rows
 
 
@@ -83,7 +94,7 @@ def value_rows(values: list[Saved]) -> list[list[Cell]]:
 
 
 def op_box(op, shared=frozenset()) -> Box:
-    freed = any(s.state is SavedState.FREED for s in op.saved)
+    freed = any(s.state is _FREED for s in op.saved)
     rows = [[Cell([Span(op.name, bold=True)], bg=OP)]] + saved_rows(op, shared)
     return Box(op.id, Table(rows, cellpadding=3, colour=FREED if freed else EDGE), "op")
 

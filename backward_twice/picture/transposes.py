@@ -4,13 +4,14 @@ f's op and the product). The picture folds it into the edge from its input to th
 '.T' beside it (the text form keeps the node)."""
 from __future__ import annotations
 
-from ..snapshot import Snapshot
+from ..snapshot import Snapshot, once_per_snapshot
 from .scene import Edge, Scene
 from .snapshot_boxes import is_leaf
 
 TRANSPOSE = "TBackward0"
 
 
+@once_per_snapshot
 def folded_transposes(snap: Snapshot) -> dict[str, tuple[str, str]]:
     """{TBackward0 id: (input id, user op id)} for each transpose drawn as a marked edge: it saved
     nothing, its one input is a leaf or an op drawn, and its one output edge goes to an op (no
