@@ -92,7 +92,7 @@ class Facts:
     stepped: list = field(default_factory=list)   # parameters of the failed graph those steps changed
     boundary_sites: set = field(default_factory=set)    # lines that made the old nodes the new part uses
     kept: list = field(default_factory=list)   # [(node, output)]: old values the new part uses (named or not)
-    new_keys: set = field(default_factory=set)  # (line, calling lines) of every node made since the freer
+    remade_kept: set = field(default_factory=set)  # old nodes the same code made again from (h = cell(x, h))
     remade: set = field(default_factory=set)    # carrier paths made again since the freer from the old value
     writes_between: list = field(default_factory=list)  # in-place writes (not an optimizer's) between the calls
     # in-place
@@ -170,10 +170,13 @@ def _second_time(f: Facts) -> None:
     boundary = {(made_at(fn)[0], fn.name(), i) for fn, i in used if made_at(fn) is not None}
     boundary_sites = {s for s, _, _ in boundary}
     f.kept = sorted(used, key=lambda u: u[0]._sequence_nr() if hasattr(u[0], "_sequence_nr") else 0)
-    f.new_keys = {_key(made_at(fn)) for fn in new}
     by_key: dict = {}
     for fn in new:
         by_key.setdefault(_key(made_at(fn)), []).append(fn)
+    # made again from it: the same code made a new value that reads the old one (a cache entry or a
+    # list of per-step values is kept, not made again)
+    f.remade_kept = {n for n, _ in used if (m := made_at(n)) is not None
+                     and any(_reaches_any(x, {n}, 2_000) for x in by_key.get(_key(m), ())[:50])}
     used_nodes = {n for n, _ in used}
     seen = set()
     for path, t in f.named:
@@ -185,8 +188,8 @@ def _second_time(f: Facts) -> None:
         # the reused value itself, or a state made again from it at the line (and output) that made
         # it: h = cell(x, h). Made again means its graph leads back to the old value: a cache entry
         # made at the same line for another key is not a carrier of this one
-        if (fn, out) in used:        # made again from it: the same code made a new value that reads it
-            remade = m is not None and any(_reaches_any(n, {fn}, 2_000) for n in by_key.get(_key(m), ())[:50])
+        if (fn, out) in used:
+            remade = fn in f.remade_kept
         elif (fn not in f.old and m is not None and (m[0], fn.name(), out) in boundary
               and _reaches_any(fn, used_nodes)):
             remade = True
@@ -1048,7 +1051,7 @@ def rule_kept_unnamed(f: Facts) -> Finding | None:
              " No variable in your namespace holds it: it is kept inside a function (a cache, a closure or an "
              "object).")
     evidence = [f"Made by {fn.name()}: {chain}, in optimizer step {m[1]}.", f"{f.freer.words()} freed its buffers."]
-    remade = _key(m) in f.new_keys
+    remade = fn in f.remade_kept
     same_line = f.failed.site == f.freer.site
     if same_line and remade:
         return Finding(
