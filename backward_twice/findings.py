@@ -175,8 +175,15 @@ def _second_time(f: Facts) -> None:
         by_key.setdefault(_key(made_at(fn)), []).append(fn)
     # made again from it: the same code made a new value that reads the old one (a cache entry or a
     # list of per-step values is kept, not made again)
-    f.remade_kept = {n for n, _ in used if (m := made_at(n)) is not None
-                     and any(_reaches_any(x, {n}, 2_000) for x in by_key.get(_key(m), ())[:50])}
+    used_keys: dict = {}
+    for n, _ in used:
+        m = made_at(n)
+        if m is not None:
+            used_keys.setdefault(_key(m), set()).add(n)
+    f.remade_kept = set()
+    for key, olds in list(used_keys.items())[:50]:     # one bounded walk per line that made an old value
+        if key in by_key:
+            f.remade_kept |= olds & _reach(by_key[key], limit=20_000)
     used_nodes = {n for n, _ in used}
     seen = set()
     for path, t in f.named:
@@ -1560,10 +1567,13 @@ def _detach_from_changed(f: Facts, w) -> Option | None:
         return None
     inside = set(nodes)
     found = []
-    for path, u in f.named:
+    # your names for tensors of this graph, the 24 made last (each is a few bounded walks: a namespace
+    # of thousands of tensors must not hold up the answer)
+    named = sorted(((p, u) for p, u in f.named if u.grad_fn is not None and u.grad_fn in inside and u is not f.root
+                    and not _is_param_like(u) and re.fullmatch(r"\w+", p)),
+                   key=lambda pu: -pu[1].grad_fn._sequence_nr())[:24]
+    for path, u in named:
         fn = u.grad_fn
-        if fn is None or fn not in inside or u is f.root or _is_param_like(u) or not re.fullmatch(r"\w+", path):
-            continue
         if not _reaches_any(fn, {acc}) or _reaches_any(f.root.grad_fn, {acc}, avoid={fn}):
             continue                        # detaching it would not cut the way to the changed weight
         if not _reaches_leaf([f.root.grad_fn], fn):
