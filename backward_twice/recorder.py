@@ -174,15 +174,31 @@ def _site(frame) -> Site:
     return s
 
 
+_WARNINGS = {"recorders": 0, "shown_by": None}      # across threads: recorders active, warnings' own show
+_WARNINGS_LOCK = threading.Lock()
+
+
 def _showwarnmsg_at_user_line(msg) -> None:
     """torch warns from C++ naming the innermost Python frame, which under the recorder is its own
     __torch_function__: name the user's line instead (the line that made the call, as without it).
-    Runs only when a warning is shown, so it costs nothing per call."""
+    Runs only when a warning is shown, so it costs nothing per call; any thread may show one."""
     if msg.filename == __file__:
         site, _ = caller_sites(1)
         if site is not None:
             msg.filename, msg.lineno, msg.line = site.file, site.line, None
-    _ACTIVE.warnings(msg)
+    (_WARNINGS["shown_by"] or warnings._showwarnmsg_impl)(msg)
+
+
+def _warnings_named_at_user_lines(on: bool) -> None:
+    with _WARNINGS_LOCK:
+        if on:
+            if _WARNINGS["recorders"] == 0 and warnings._showwarnmsg is not _showwarnmsg_at_user_line:
+                _WARNINGS["shown_by"], warnings._showwarnmsg = warnings._showwarnmsg, _showwarnmsg_at_user_line
+            _WARNINGS["recorders"] += 1
+        else:
+            _WARNINGS["recorders"] = max(0, _WARNINGS["recorders"] - 1)
+            if _WARNINGS["recorders"] == 0 and _WARNINGS["shown_by"] is not None:
+                warnings._showwarnmsg, _WARNINGS["shown_by"] = _WARNINGS["shown_by"], None
 
 
 def caller_sites(depth: int = 2) -> tuple[Site | None, Site | None]:
@@ -503,9 +519,7 @@ class Recorder(TorchFunctionMode):
         if stack is None:
             stack = _ACTIVE.stack = []
         stack.append(self)
-        if not getattr(_ACTIVE, "warnings", None):
-            _ACTIVE.warnings = warnings._showwarnmsg
-            warnings._showwarnmsg = _showwarnmsg_at_user_line
+        _warnings_named_at_user_lines(True)
         return super().__enter__()
 
     def __exit__(self, *exc):
@@ -514,8 +528,7 @@ class Recorder(TorchFunctionMode):
         self._hooks = []
         self.in_optimizer = None
         _ACTIVE.stack.remove(self)
-        if not _ACTIVE.stack and getattr(_ACTIVE, "warnings", None):
-            warnings._showwarnmsg, _ACTIVE.warnings = _ACTIVE.warnings, None
+        _warnings_named_at_user_lines(False)
         return super().__exit__(*exc)
 
     # ---- what it kept

@@ -324,3 +324,21 @@ def test_a_warning_torch_raises_under_the_recorder_names_the_users_line_not_the_
         float(y)                                       # torch: "Converting a tensor with requires_grad=True ..."
     assert caught, "torch no longer warns here: pick another warning"
     assert all(w.filename == __file__ for w in caught), [(w.filename, w.lineno) for w in caught]
+
+
+def test_a_warning_from_another_thread_while_recording_is_shown_and_the_hook_is_undone():
+    """The renaming hook is process-wide (warnings are shown by the module): a warning from a thread
+    that records nothing is shown as usual, and leaving the recorder puts the module's own back."""
+    import threading
+    import warnings
+
+    before = warnings._showwarnmsg
+    got = []
+    with warnings.catch_warnings(record=True) as caught, Recorder():
+        warnings.simplefilter("always")
+        th = threading.Thread(target=lambda: warnings.warn("from a worker", UserWarning, stacklevel=1))
+        th.start()
+        th.join()
+        got = [str(w.message) for w in caught]
+    assert got == ["from a worker"]
+    assert warnings._showwarnmsg is before
