@@ -722,11 +722,6 @@ NOT_RECORDED = ("Not recorded: which call freed these buffers, which line made e
 NOT_RECORDED_INPLACE = ("Not recorded: which line wrote in place; the writer above is inferred. To know, "
                         "run `%why_backward on` (or `python -m backward_twice`, or `with "
                         "backward_twice.record():`), then run again from the cell that builds the graph.")
-# after the fact, no fix is decided by what the graph still shows: which call freed, whether a step
-# ran in between, which line wrote are gone, and even a running total or a kept list leaves two right
-# fixes apart (a total backwarded every second batch is a window to start again, not a number to
-# keep; a cache is not an episode's state: tests/own_loops). Only a StepClock you ticked decides.
-DECIDED_AFTER_THE_FACT = ()
 
 
 def _recorder_for(err):
@@ -846,7 +841,11 @@ def _explain(root, ns, names_available, max_nodes, clock=None, hint=None, failed
     d.not_yet_run = not failed and start is not None and not any(graph.freed(fn) for fn in new)
     ev = _Evidence(d, root, ns, named, every, graph, stop, old_set, new, entries, start, running, path, clock, earlier)
     ev.decide()
-    d.confident = d.confident and (d.fix_kind in DECIDED_AFTER_THE_FACT or clock is not None)
+    # after the fact, no fix is decided by what the graph still shows: which call freed, whether a step
+    # ran in between, which line wrote are gone, and even a running total or a kept list leaves two right
+    # fixes apart (a total backwarded every second batch is a window to start again, not a number to
+    # keep; a cache is not an episode's state: tests/own_loops). Only a StepClock you ticked decides.
+    d.confident = d.confident and clock is not None
     d.culprits = d.culprits or ([d.culprit] if d.culprit else [])
     d.picture = stop_picture(StopRequest(root, stop=stop, path=tuple(path), old=frozenset(old_set),
                                          names=_picture_names(d, root, named, graph), max_nodes=max_nodes,

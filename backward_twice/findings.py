@@ -960,24 +960,39 @@ def _aliases(groups: dict, ns: dict) -> dict:
     return out
 
 
-def _store_of(path: str, made: Site) -> tuple[Site, str] | None:
-    """For an attribute kept across steps (`model.rotary.cached_freqs`): the line at or below where its
-    value was made that stores it (`self.cached_freqs = freqs`), and that line storing it detached."""
+def _line_below(made: Site, pattern: str, span: int = 40):
+    """The first line at or below `made` (within `span` lines of its file) that matches `pattern`:
+    (its Site, the match), or None. Where a value made at `made` is stored a few lines on."""
     import linecache
 
-    last = re.split(r"[.\[]", path)[-1].strip("]'\"")
-    if not re.fullmatch(r"\w+", last):
-        return None
-    for n in range(made.line, made.line + 30):
+    for n in range(made.line, made.line + span):
         text = linecache.getline(made.file, n)
         if not text:
             break
-        got = re.fullmatch(rf"\s*(?P<lhs>[\w.]*\.{last})\s*=\s*(?P<rhs>[^=].*?)\s*(#.*)?", text.rstrip("\n"))
+        got = re.fullmatch(pattern, text.rstrip("\n"))
         if got:
-            rhs = got.group("rhs")
-            rhs = f"{rhs}.detach()" if re.fullmatch(r"[\w.]+", rhs) else f"({rhs}).detach()"
-            return Site(made.file, n, made.function), f"{got.group('lhs')} = {rhs}"
+            return Site(made.file, n, made.function), got
     return None
+
+
+def _insert_after(site: Site, code: str) -> Edit:
+    """The edit that adds `code` after the statement at `site`, at its indentation."""
+    return Edit(site.file, _statement_end(site) + 1, (_indent(site) + code,), insert=True)
+
+
+def _store_of(path: str, made: Site) -> tuple[Site, str] | None:
+    """For an attribute kept across steps (`model.rotary.cached_freqs`): the line at or below where its
+    value was made that stores it (`self.cached_freqs = freqs`), and that line storing it detached."""
+    last = re.split(r"[.\[]", path)[-1].strip("]'\"")
+    if not re.fullmatch(r"\w+", last):
+        return None
+    found = _line_below(made, rf"\s*(?P<lhs>[\w.]*\.{last})\s*=\s*(?P<rhs>[^=].*?)\s*(#.*)?", span=30)
+    if found is None:
+        return None
+    site, got = found
+    rhs = got.group("rhs")
+    rhs = f"{rhs}.detach()" if re.fullmatch(r"[\w.]+", rhs) else f"({rhs}).detach()"
+    return site, f"{got.group('lhs')} = {rhs}"
 
 
 def _cache_entry(f: Facts, path: str, made: Site) -> list | None:
@@ -985,48 +1000,37 @@ def _cache_entry(f: Facts, path: str, made: Site) -> list | None:
     clear the container after each backward (every step computes it again), or store it detached."""
     m = re.fullmatch(r"(?P<base>[A-Za-z_][\w.]*)\[[^\[\]]+\]", path)
     box = _resolve(f.ns, m.group("base")) if m else None
-    end = _statement_end(f.freer.site)
     whole = _resolve(f.ns, path)
+    here = f.freer.site.file == made.file
     if not isinstance(box, (dict, list)) and isinstance(whole, (dict, list)):
         # the container itself keeps values of earlier steps (a list of log-probabilities, a dict of states)
-        here = f.freer.site.file == made.file
         return [Option("if each step's loss should use only what that step adds (an episode's log-probabilities "
                        "or rewards)",
                        f"Start it again after each backward: add `{path}.clear()` after {f.freer.site.short()}.",
                        "Each backward runs through its own step's entries only; the earlier ones were used by "
                        "their own backward.",
-                       (Edit(f.freer.site.file, end + 1, (_indent(f.freer.site) + f"{path}.clear()",), insert=True),)
-                       if here else (), kind="reset-per-episode"),
+                       (_insert_after(f.freer.site, f"{path}.clear()"),) if here else (), kind="reset-per-episode"),
                 Option("if the loss should also use the earlier entries, as constants (a memory of past values)",
                        f"Keep them detached: add `{detach_snippet(path, whole)}` after {f.freer.site.short()}.",
                        "The earlier entries keep their values and train nothing; memory stays flat.",
-                       (Edit(f.freer.site.file, end + 1, (_indent(f.freer.site) + detach_snippet(path, whole),),
-                             insert=True),) if here else (), kind="detach-carried")]
+                       (_insert_after(f.freer.site, detach_snippet(path, whole)),) if here else (),
+                       kind="detach-carried")]
     if not isinstance(box, (dict, list)):
         return None
-    import linecache
-
-    base, obj = m.group("base"), _resolve(f.ns, path)
+    base = m.group("base")
     opts = [Option(f"if what computes `{path}` should be trained by every step's loss",
                    f"Do not keep it from one step to the next: add `{base}.clear()` after {f.freer.site.short()}, "
                    "so that every step computes it again.",
                    "Each step builds its own graph for it, and backward frees only that; the cache then saves "
                    "work only within a step.",
-                   (Edit(f.freer.site.file, end + 1, (_indent(f.freer.site) + f"{base}.clear()",), insert=True),)
-                   if f.freer.site.file == made.file else (), kind="recompute-in-step")]
-    store = None
-    for n in range(made.line, made.line + 40):
-        got = re.match(rf"\s*{re.escape(base)}\[(?P<key>[^\]]+)\]\s*=[^=]", linecache.getline(made.file, n))
-        if got:
-            store = (Site(made.file, n, made.function), got.group("key"))
-            break
+                   (_insert_after(f.freer.site, f"{base}.clear()"),) if here else (), kind="recompute-in-step")]
+    store = _line_below(made, rf"\s*{re.escape(base)}\[(?P<key>[^\]]+)\]\s*=[^=].*")
     if store is not None:
-        snippet = detach_snippet(f"{base}[{store[1]}]", obj)
+        snippet = detach_snippet(f"{base}[{store[1].group('key')}]", whole)
         opts.append(Option(f"if `{path}` is fixed data that should not be trained",
                            f"Store it detached: add `{snippet}` after {store[0].short()}.",
                            "Nothing trains through the kept entry; no graph is kept with it.",
-                           (Edit(made.file, _statement_end(store[0]) + 1, (_indent(store[0]) + snippet,), insert=True),),
-                           kind="recompute-in-step"))
+                           (_insert_after(store[0], snippet),), kind="recompute-in-step"))
     return opts
 
 
