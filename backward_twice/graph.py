@@ -547,11 +547,11 @@ class Watch:
         self.roots, self.names, self.max_nodes, self.focus = roots, names, max_nodes, focus
         self.options = draw_options(roots, focus, max_nodes, hide_params)
         self.label = label
-        self.before = snapshot(*roots, names=names, options=self.options)
+        self.before, drawn = snapshot_with_ids(*roots, names=names, options=self.options)
         self.after = None
         self.raised = None
-        try:
-            self.trace = BackwardTrace(*roots, keep_grads=False, starts=False)
+        try:       # the drawn nodes hooked; the engine's plan read for the others (BackwardTrace)
+            self.trace = BackwardTrace(*roots, keep_grads=False, starts=False, hooked=drawn)
         except GraphInputError:      # too big to hook node by node: no ran marks
             self.trace = None
 
@@ -565,7 +565,7 @@ class Watch:
         before = f"before {self.label}" if self.label else "before"
         ran, text = {}, None
         if self.trace is not None:
-            ran, text = ran_marks(self.trace, ids, self.after)
+            ran, text = ran_marks(self.trace, ids, self.after, raised=exc is not None)
             self.trace = None        # holds the nodes: keep it no longer than needed
         within = self.options.within
         drill = None if within is None else drill_from(self.roots, self.names, self.options, self.after, ids)
@@ -596,9 +596,10 @@ class Watch:
 RAN_LISTED = 12
 
 
-def ran_marks(trace: BackwardTrace, ids: dict, snap: Snapshot) -> tuple[dict, str]:
+def ran_marks(trace: BackwardTrace, ids: dict, snap: Snapshot, raised: bool = False) -> tuple[dict, str]:
     """({node id: (k, ...)}, 'backward ran 5 node(s): ...') from a finished trace; `ids` maps
-    the graph's nodes to `snap`'s ids (walk.snapshot_with_ids)."""
+    the graph's nodes to `snap`'s ids (walk.snapshot_with_ids). A trace that hooked only the
+    drawn nodes numbers them among themselves, and counts the others from the engine's plan."""
     ran: dict[str, tuple[int, ...]] = {}
     words = []
     order = trace.ran_order()
@@ -611,10 +612,22 @@ def ran_marks(trace: BackwardTrace, ids: dict, snap: Snapshot) -> tuple[dict, st
             t = None if nid is None else snap.tensors.get(nid)
             words.append(f"{fn.name()} (not drawn)" if nid is None else
                          f"{nid} {fn.name()}" if t is None else f"AccumulateGrad of {t.name}")
-    if not order:
-        return ran, "backward ran no node of this graph"
     listed = ", ".join(words) + (f", ... ({len(order) - RAN_LISTED} more)" if len(order) > RAN_LISTED else "")
-    return ran, f"backward ran {len(order)} node(s), in this order: {listed}"
+    if trace.hooked is None:
+        if not order:
+            return ran, "backward ran no node of this graph"
+        return ran, f"backward ran {len(order)} node(s), in this order: {listed}"
+    more = trace.planned
+    if not order:
+        return ran, ("backward ran no node this picture draws (the nodes not drawn are not hooked: "
+                     "whether it ran some of them is not recorded)")
+    drawn = f"{len(order)} drawn node(s), in this order: {listed}"
+    if not more:
+        return ran, f"backward ran {drawn}; none of the nodes not drawn"
+    if raised:
+        return ran, (f"backward ran {drawn}; it had {more:,} node(s) not drawn to run, and raised: "
+                     "which of those ran before it stopped was not recorded")
+    return ran, f"backward ran {len(order) + more:,} node(s): {drawn}; and {more:,} not drawn"
 
 
 @contextlib.contextmanager
@@ -623,8 +636,9 @@ def watch(*roots, names=None, title=None, max_nodes=300, focus=None, label=None,
     names, max_nodes (300, as draw), focus, hide_params: as in draw(); both pictures show the same part.
     title: the pair's titles read 'before <title>' and 'after <title>'. label: its old name.
 
-    Hooks on the graph's nodes record which nodes the block's backward call ran, and in
-    which order: the 'after' picture marks them ('ran #k'). They are removed at the end.
+    Hooks on the drawn nodes record which of them the block's backward call ran, and in which
+    order: the 'after' picture marks them ('ran #k', k among the drawn). The nodes not drawn are
+    counted from the engine's plan for the call. The hooks are removed at the end.
     An exception in the block is re-raised after the 'after' picture is taken,
     so a cell that fails live still leaves its pictures behind in `w`.
 

@@ -29,7 +29,7 @@ from collections import Counter
 import torch
 
 from .snapshot import GraphInputError, gc_paused
-from .walk import COUNT_LIMIT, nodes_under
+from .walk import COUNT_LIMIT, is_leaf_node, nodes_under
 
 
 def reachable_nodes(*roots, limit: int = COUNT_LIMIT) -> list[torch.autograd.graph.Node]:
@@ -83,10 +83,20 @@ class BackwardTrace:
         ['SumBackward0', 'MulBackward0', 'ExpBackward0', 'torch::autograd::AccumulateGrad']
     """
 
-    def __init__(self, *roots, keep_grads: bool = True, on_start=None, on_step=None, starts: bool = True):
+    def __init__(self, *roots, keep_grads: bool = True, on_start=None, on_step=None, starts: bool = True,
+                 hooked=None):
         with gc_paused():
             self.nodes = reachable_nodes(*roots)
             self.index = {fn: i for i, fn in enumerate(self.nodes)}
+        # hooked: the nodes to hook (watch(): the ones its picture draws), or None for all. The
+        # others are not hooked (20k hooks cost more than the backward call itself): which of them
+        # a backward call will run is read from the engine's plan for that call (`planned`), in
+        # the call, when a hooked node first finishes; their order among themselves is not known.
+        self.hooked = None if hooked is None else {self.index[fn] for fn in hooked if fn in self.index}
+        if self.hooked is not None and len(self.hooked) == len(self.nodes):
+            self.hooked = None
+        self._plans: dict[int, list[int]] = {}   # graph task id -> indices of unhooked nodes it runs
+        self._late_ran: list[int] = []   # unhooked nodes the plan could not decide, hooked in the call
         self.keep_grads = keep_grads
         self.on_start, self.on_step = on_start, on_step
         # starts=False: no pre-hooks (so no `started`, `unfinished`), and without keep_grads or
@@ -94,6 +104,9 @@ class BackwardTrace:
         # during the backward call but an int (watch(): its cost on 20k nodes)
         self.starts = starts
         self._light = not starts and not keep_grads and on_step is None and on_start is None
+        if self.hooked is not None and not self._light:
+            raise ValueError("BackwardTrace(hooked=...) notes only which nodes ran: it takes starts=False, "
+                             "keep_grads=False and no callbacks")
         self._ran: list[int] = []
         self._steps: list[Step] = []
         self.started: list[int] = []   # node indices, as the engine started them
@@ -126,10 +139,18 @@ class BackwardTrace:
     def _hook(self, fn):
         if self._light:
             ran, i = self._ran, self.index[fn]
+            if self.hooked is None:
+                def light(grad_inputs, grad_outputs):
+                    ran.append(i)
+                return light
+            plans, plan = self._plans, self._plan
 
-            def light(grad_inputs, grad_outputs):
+            def light_and_plan(grad_inputs, grad_outputs):
                 ran.append(i)
-            return light
+                task = torch._C._current_graph_task_id()
+                if task not in plans:
+                    plans[task] = plan()
+            return light_and_plan
 
         def hook(grad_inputs, grad_outputs):
             # for a Node hook: grad_inputs = what it sends to its inputs, grad_outputs = what it received
@@ -146,9 +167,54 @@ class BackwardTrace:
                 self.on_step(self.steps[-1], fn)
         return hook
 
+    def _plan(self) -> list[int]:
+        """Inside a backward call: the indices of the unhooked nodes the engine will run in it
+        (its plan for this call, fixed when the call started). The engine's answer for a node is
+        "will execute or has its gradient captured": an autograd.grad() input's node is captured
+        and not run, so a node counts only when it is a leaf or one of its inputs is in the plan
+        too (a node runs only to send gradients on)."""
+        will, hooked = torch._C._will_engine_execute_node, self.hooked
+        memo: dict = {}
+
+        def planned(fn) -> bool:
+            got = memo.get(fn)
+            if got is None:
+                try:
+                    got = bool(will(fn))
+                except RuntimeError:   # a leaf inside autograd.grad(): not run, maybe captured
+                    got = None
+                memo[fn] = got
+            return got
+
+        out = []
+        for i, fn in enumerate(self.nodes):
+            if i in hooked or not planned(fn):
+                continue
+            nexts = [n for n, _ in fn.next_functions if n is not None]
+            if not nexts and is_leaf_node(fn) or any(planned(n) for n in nexts):
+                out.append(i)
+            elif any(memo[n] is None for n in nexts):
+                # inside autograd.grad(), whose leaves the engine will not answer for: the node runs
+                # if one of those leaves is an input, and not if it is itself an input only
+                # captured. Hooked now, to see (the plan is read when a drawn node first ran).
+                self._handles.append(fn.register_hook(self._late(i)))
+        return out
+
+    def _late(self, i):
+        def late(grad_inputs, grad_outputs):
+            self._late_ran.append(i)
+        return late
+
+    @property
+    def planned(self) -> int:
+        """How many runs of unhooked nodes the backward calls planned (0 when every node is hooked)."""
+        return sum(len(p) for p in self._plans.values()) + len(self._late_ran)
+
     def __enter__(self):
         with gc_paused():     # two closures and handles a node: no collection of torch's heap meanwhile
-            for fn in self.nodes:
+            for i, fn in enumerate(self.nodes):
+                if self.hooked is not None and i not in self.hooked:
+                    continue
                 if self.starts:
                     self._handles.append(fn.register_prehook(self._prehook(fn)))
                 self._handles.append(fn.register_hook(self._hook(fn)))

@@ -476,6 +476,13 @@ def reachable_from(fn):
     return seen
 
 
+def by_rank(marks: dict) -> dict:
+    """{id: (k, ...)} renumbered 1, 2, ... in the order of k: a trace of every node numbers a
+    drawn node among all that ran; watch() among the drawn ones."""
+    rank = {k: r for r, k in enumerate(sorted(k for ks in marks.values() for k in ks), 1)}
+    return {i: tuple(rank[k] for k in ks) for i, ks in marks.items()}
+
+
 def check_ran_marks(w):
     """The 'after' picture of watch() marks the nodes the backward call ran: only drawn nodes,
     every op whose saved tensors that call freed among them (only a node that ran frees its
@@ -559,9 +566,14 @@ def run_example(p):
             STATS["backward raised: " + str(err)[:30]] += 1
         check_ran_marks(w)
         check_same_places(w, p["svg"])
-        # compare(trace=) with a trace of the same call marks what watch marks
-        assert compare(w.before, w.after, trace=tr).ran == w.picture.ran
+        # compare(trace=) with a trace of every node marks what watch marks, in the same order:
+        # watch hooks only the drawn nodes, so it numbers them among themselves
+        assert by_rank(compare(w.before, w.after, trace=tr).ran) == w.picture.ran
         STATS["compare(trace=) checked"] += 1
+        if w.raised is None and "not recorded" not in w.picture.text:   # how many ran, as a full trace counts
+            said = re.search(r"backward ran (no|[\d,]+) node", w.picture.text)
+            assert said, w.picture.text
+            assert (0 if said[1] == "no" else int(said[1].replace(",", ""))) == len(tr.ran_order()), w.picture.text
         check_picture(roots, names, p["cap"], svg=p["svg"])
         if p["second"] != "none":
             try:

@@ -213,3 +213,36 @@ def test_compare_trace_over_more_than_is_drawn_names_the_rest():
     pic = compare(before, draw(y, max_nodes=5), trace=tr)
     assert sorted(k for ks in pic.ran.values() for k in ks) == [1, 2, 3, 4, 5]
     assert "backward ran 21 node(s)" in pic.text and "(not drawn)" in pic.text
+
+
+def test_watch_hooks_the_drawn_nodes_and_counts_the_rest_from_the_engines_plan():
+    """watch() on a graph larger than its picture: the drawn nodes are numbered among themselves,
+    the others counted from the engine's plan (hooking 20k nodes cost more than the backward);
+    on a call that raised, what ran among the nodes not drawn is said to be unknown."""
+    from backward_twice.trace import BackwardTrace
+
+    x, y = chain(20)
+    with BackwardTrace(y) as full:
+        y.backward(torch.ones(2))
+    x, y = chain(20)
+    with watch(y, max_nodes=5) as w:
+        y.backward(torch.ones(2), retain_graph=True)
+    assert sorted(k for ks in w.picture.ran.values() for k in ks) == [1, 2, 3, 4, 5]
+    drawn = len(w.picture.ran)
+    assert f"backward ran {len(full.steps)} node(s): {drawn} drawn node(s), in this order: op1" in w.picture.text
+    assert f"and {len(full.steps) - drawn} not drawn" in w.picture.text
+    y.backward(torch.ones(2))          # frees the graph
+    with pytest.raises(RuntimeError, match="second time"), watch(y, max_nodes=5) as w2:
+        y.backward(torch.ones(2))     # the first node raises: no drawn node finished
+    assert not w2.picture.ran and "whether it ran some of them is not recorded" in w2.picture.text
+    x = torch.ones(2, requires_grad=True)
+    a = x.exp()
+    h = a + 0
+    for _ in range(20):
+        h = h * 2
+    a.add_(1)                          # ExpBackward0, at the bottom, not drawn, will raise
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"), watch(h, max_nodes=5) as w3:
+        h.sum().backward()
+    assert sorted(k for ks in w3.picture.ran.values() for k in ks) == [1, 2, 3, 4, 5]
+    assert "node(s) not drawn to run, and raised: which of those ran before it stopped was not recorded" \
+        in w3.picture.text

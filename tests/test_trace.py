@@ -75,3 +75,54 @@ def test_reachable_nodes_is_bounded_like_the_renderer():
     with pytest.raises(GraphInputError, match="more than 50 nodes"):
         reachable_nodes(y, limit=50)
     assert inspect.signature(reachable_nodes).parameters["limit"].default == COUNT_LIMIT
+
+
+def _branchy(seed):
+    """A graph with branches, a shared weight and two inputs: (loss, {name: tensor})."""
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(4, 3, generator=g, requires_grad=True)
+    w = torch.randn(3, 3, generator=g, requires_grad=True)
+    b = torch.randn(3, generator=g, requires_grad=True)
+    h = x
+    for k in range(6 + seed % 5):
+        h = torch.tanh(h @ w + b) if k % 2 else (h * 2).relu() + h.exp().mean()
+    mid = h
+    loss = (h.sin() * mid.cos()).sum() + w.pow(2).sum()
+    return loss, {"x": x, "w": w, "b": b, "mid": mid}
+
+
+def _count_full(make, run):
+    loss, t = make()
+    with BackwardTrace(loss, keep_grads=False, starts=False) as full:
+        run(loss, t)
+    return len(full.ran_order())
+
+
+@pytest.mark.parametrize("how", ["backward", "backward_inputs", "grad_leaf", "grad_inner"])
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_hooking_some_nodes_counts_the_others_from_the_engines_plan(seed, how):
+    """watch() hooks only the nodes it draws: the rest are counted from the engine's plan for
+    the call. The count must equal what hooking every node records, for backward(), backward
+    with inputs=, and autograd.grad to a leaf or to an inner tensor (leaves do not run there)."""
+    run = {"backward": lambda loss, t: loss.backward(),
+           "backward_inputs": lambda loss, t: loss.backward(inputs=[t["w"]]),
+           "grad_leaf": lambda loss, t: torch.autograd.grad(loss, [t["b"]]),
+           "grad_inner": lambda loss, t: torch.autograd.grad(loss, [t["mid"]])}[how]
+    expected = _count_full(lambda: _branchy(seed), run)
+    loss, t = _branchy(seed)
+    nodes = reachable_nodes(loss)
+    drawn = nodes[: 3 + seed]
+    with BackwardTrace(loss, keep_grads=False, starts=False, hooked=drawn) as part:
+        run(loss, t)
+    assert 0 < part.planned < expected
+    assert len(part.ran_order()) + part.planned == expected, (how, seed)
+    assert {part.nodes[i] for i in part.ran_order()} <= set(drawn)
+
+
+def test_hooking_every_node_is_the_plain_trace_and_hooked_needs_the_light_mode():
+    loss, _ = _branchy(0)
+    with BackwardTrace(loss, keep_grads=False, starts=False, hooked=reachable_nodes(loss)) as tr:
+        loss.backward()
+    assert tr.hooked is None and tr.planned == 0 and len(tr.ran_order()) == len(tr.nodes)
+    with pytest.raises(ValueError, match="starts=False"):
+        BackwardTrace(loss, hooked=reachable_nodes(loss)[:2])

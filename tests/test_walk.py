@@ -381,7 +381,7 @@ def test_watch_with_focus_marks_what_ran_under_the_focus():
         loss.backward()
     assert w.before.above.headline() == w.after.above.headline()
     assert len(w.picture.ran) == len(w.after.ops) + 1     # every drawn op and W's AccumulateGrad ran
-    assert "(not drawn)" in w.picture.text                 # the ops above h2 ran too, and are named
+    assert "and 7 not drawn" in w.picture.text             # the ops above h2 ran too, and are counted
     assert all(s.state == "freed" for _, s in w.after.saved_tensors())
 
 
