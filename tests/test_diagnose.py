@@ -361,23 +361,17 @@ def test_a_long_loop_is_drawn_around_the_stop_a_short_one_whole():
     short = why_backward_failed(err, names=ns)
     assert not short.picture.text.startswith("focus on") and "NOT DRAWN" not in short.picture.text
     assert fits(short.picture)
-    # one time step per batch, but taller than one screen drawn whole (900 px at 860 px wide, the
-    # core-path limit): around the stop, the rest counted
+    # one time step per batch: drawn whole it is taller than one screen as drawn (900 px at 860 px
+    # wide, the core-path limit), but its text (13 px) is larger than the rule's 11 px: shown smaller
+    # than drawn (layout.at_shown_size), whole, not around the stop
     ns, err, _ = failing("rnn_plain_state")
     tall = why_backward_failed(err, names=ns)
-    assert tall.picture.text.startswith("focus on") and fits(tall.picture)
-    import backward_twice.diagnosis_picture as dp
-    import backward_twice.picture.figure as figure
-    from backward_twice.picture.layout import CORE_TEXT_PX, reads_at
-    rule = dp.fits_rule
-
-    def taller(svg):    # a taller screen (the one rule, layout.fits, without its 900 px): drawn whole
-        return reads_at(svg, CORE_TEXT_PX)
-    dp.fits_rule = figure.fits = taller
-    try:
-        assert not why_backward_failed(err, names=ns).picture.text.startswith("focus on")
-    finally:
-        dp.fits_rule = figure.fits = rule
+    svg = tall.picture.svg
+    assert not tall.picture.text.startswith("focus on") and fits(tall.picture)
+    drawn = float(re.search(r'viewBox="[\d.]+ [\d.]+ ([\d.]+)', svg).group(1))
+    from backward_twice.picture.layout import shown_px, smallest_text_px, svg_width_pt
+    assert svg_width_pt(svg) < drawn                     # shown smaller than drawn
+    assert shown_px(svg)[1] <= 900 and 11 <= smallest_text_px(svg) < 13
 
 
 def test_same_graph_twice_is_not_called_a_loop():

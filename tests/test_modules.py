@@ -168,9 +168,12 @@ def test_two_head_net_reads_at_notebook_width():
     pic = draw(loss_cat, loss_car, modules=net)
     assert text_px(pic) >= 9 and svg_width_pt(pic.svg) <= READABLE_WIDTH_PT and pic.form == "calls"
     assert pic.text.startswith(ops.text)        # the text form does not change (a last line: where to focus)
-    # issue 28: with a row per layer the overview is 939 px tall at 860 px (over 900): each call's
-    # name and totals only; expand=[] asks for the rows, drawn as asked
-    assert fits(pic.svg) and "0: Conv2d" not in pic.dot and "its totals (print(pic) lists each layer" in pic.dot
+    # issue 28: with a row per layer the overview is 939 px tall as drawn (over 900), but its text
+    # is larger than the rule's 11 px: shown smaller than drawn, with its rows (layout.at_shown_size);
+    # expand=[] asks for the rows, drawn as asked
+    assert fits(pic.svg) and ">0: Conv2d</FONT>" in pic.dot and not pic.simplified
+    drawn = float(re.search(r'viewBox="[\d.]+ [\d.]+ ([\d.]+)', pic.svg).group(1))
+    assert svg_width_pt(pic.svg) < drawn
     rows = draw(loss_cat, loss_car, modules=net, expand=[])
     boxes = re.findall(r'<B>(\w+): Sequential</B></TD></TR><TR><TD COLSPAN="2" ALIGN="LEFT">'
                        r'<FONT POINT-SIZE="10">(\d+) saved, ([\d.]+ \w*B) held', pic.dot)

@@ -169,3 +169,34 @@ def test_core_path_pictures_read_at_11_px_and_fit_900_px(path):
     nb = nbformat.read(path, as_version=4)
     bad = core_picture_problems(nb)
     assert not bad, f"{path.name}: core-path pictures that break issue 20 §4:\n  " + "\n  ".join(bad)
+
+
+def _svg(width_pt, height_pt, font=10.0, box=True):
+    view = f' viewBox="0.00 0.00 {width_pt:.2f} {height_pt:.2f}"' if box else ""
+    return (f'<?xml version="1.0"?>\n<svg width="{width_pt:.0f}pt" height="{height_pt:.0f}pt"{view}\n'
+            f' xmlns="http://www.w3.org/2000/svg"><text font-size="{font:.2f}">a</text></svg>\n')
+
+
+@pytest.mark.parametrize("width_pt,height_pt,shown", [
+    (600, 500, "as drawn"),          # 667 px tall, 13.3 px text: fits as drawn
+    (600, 780, "smaller"),           # 1,040 px tall: shown at 86%, its text 11.5 px
+    (650, 750, "smaller"),           # 867 px wide: shown 860 wide it is 992 px tall; at 900, text 12 px
+    (600, 1200, "never"),            # 1,600 px tall: at 900 px its text would be 7.5 px
+    (1200, 600, "never"),            # 1,600 px wide: its text is 7.2 px at 860 px already
+])
+def test_a_picture_too_tall_with_text_to_spare_is_shown_smaller_than_drawn(width_pt, height_pt, shown):
+    """The rule (layout.fits: text >= 11 px and <= 900 px tall at 860 px) holds for the picture as
+    shown: one whose text is larger than 11 px may be shown smaller than drawn (at_shown_size writes
+    the size it is shown at; its viewBox keeps the drawing), never smaller than 11 px text."""
+    from backward_twice.picture.layout import at_shown_size, fits, shown_px, smallest_text_px, svg_size
+
+    svg = _svg(width_pt, height_pt)
+    out = at_shown_size(svg)
+    assert fits(svg) == (shown != "never") == fits(out)
+    if shown == "as drawn" or shown == "never":
+        assert out == svg
+        return
+    assert svg_size(out)[0] < min(width_pt, 645)             # shown narrower than drawn
+    assert shown_px(out)[1] <= 900 and 11 <= smallest_text_px(out) < smallest_text_px(svg)
+    assert 'viewBox="0.00 0.00' in out and f"{width_pt:.2f} {height_pt:.2f}" in out
+    assert at_shown_size(_svg(width_pt, height_pt, box=False)).count("viewBox") == 1

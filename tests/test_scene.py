@@ -128,13 +128,12 @@ def test_an_unrolled_rnn_is_its_last_block_and_one_box_for_the_rest():
     assert sorted(folded.block) == sorted(["AddmmBackward0", "AddmmBackward0", "AddBackward0", "TanhBackward0",
                                            "TBackward0", "TBackward0"])
     pic = draw(loss)
-    assert "\npicture: " + folded.words + "\n" in pic.text
-    # folded, all 20 steps are 794 pt wide (10.8 px text at 860 px: under the 11 px rule, issue 28):
-    # the first step (what feeds the folded blocks) is counted in one box; the step nearest the loss
-    # and the box of the 18 others stay (repeats.cut_beyond), and the text says so
-    assert pic.simplified == 1 and "&#215;18 more of the block below" in pic.dot
-    assert "more nodes not drawn" in pic.dot and "simplified to read at notebook width" in pic.text
-    assert pic.text.endswith("the same ops each; what feeds the folded blocks is counted in one box")
+    assert pic.text.endswith("\npicture: " + folded.words)
+    # folded, all 20 steps are 900 px tall and more as drawn, their text 13 px: shown smaller than
+    # drawn (layout.at_shown_size), whole: the first step, the step nearest the loss and the box
+    # of the 18 others, nothing left out
+    assert pic.simplified == 0 and "&#215;18 more of the block below" in pic.dot
+    assert "more nodes not drawn" not in pic.dot and fits(pic.svg) and smallest_text_px(pic.svg) >= 11
     chain, _ = _tanh_chain()
     # 400 steps, beyond max_nodes=300: draw walks further to find the repeats (graph.FOLD_WALK), so
     # all 398 identical blocks fold (the first step has no h to multiply, one block is drawn). They
@@ -172,10 +171,10 @@ def test_an_unrolled_rnn_after_backward_stays_folded_with_who_holds_each_freed_b
     loss.backward()
     pic = draw(loss, names=names)
     assert "still held by leaf" in pic.dot and "memory returned" in pic.dot
-    # issue 28: 11 px at 860 px. All 20 steps folded read at about 10 px (the FREED rows widen the
-    # block): the picture drawn is the part nearest the loss, and the text says both
-    assert fits(pic.svg) and pic.simplified, smallest_text_px(pic.svg)
-    assert "picture: folded: 18 x the block" in pic.text and "simplified to read at notebook width" in pic.text
+    # issue 28: 11 px at 860 px. All 20 steps folded are too tall as drawn (the FREED rows lengthen
+    # the block), with 13 px text: shown smaller than drawn, whole, and the text says it folded
+    assert fits(pic.svg) and not pic.simplified, smallest_text_px(pic.svg)
+    assert "picture: folded: 18 x the block" in pic.text and "simplified to read" not in pic.text
 
 
 def test_a_short_loop_is_not_folded():

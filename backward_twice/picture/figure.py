@@ -8,6 +8,7 @@ from .layout import (
     CORE_MAX_HEIGHT_PX,
     CORE_TEXT_PX,
     MIN_TEXT_PX,
+    at_shown_size,
     fits,
     layout_note,
     smallest_text_px,
@@ -35,7 +36,8 @@ class Picture:
     """Something that shows as SVG in JupyterLab and as stable text elsewhere.
 
     Every picture is held to one rule (picture.layout.fits: text at least 11 px, at most 900 px
-    tall, shown 860 px wide). alternative: DOT sources of pictures to stack, one above the other,
+    tall, shown 860 px wide; a picture whose text is larger than that may be shown smaller than
+    drawn: layout.at_shown_size). alternative: DOT sources of pictures to stack, one above the other,
     instead (before above after), used when the first does not fit and they do (or, as before,
     when its text is under MIN_TEXT_PX and they are narrower). `dot` is then the sources actually
     drawn, and `stacked` is True. simpler: a function giving simpler DOT sources, simplest last
@@ -108,7 +110,7 @@ class Picture:
                 self._svg = self._fitted()          # not laid out: too many boxes to fit at all
             else:
                 svg = self._drawn if self._drawn is not None else self._drawn_svg()
-                self._svg = svg if fits(svg) or not self.held_to_rule else self._fitted()
+                self._svg = svg if not self.held_to_rule else at_shown_size(svg) if fits(svg) else self._fitted()
         return self._svg
 
     def drawn_fits(self) -> bool:
@@ -122,7 +124,7 @@ class Picture:
             if not (fits(svg) or not self.held_to_rule):
                 self._drawn = svg          # `svg`, if asked, goes on to the simpler pictures from here
                 return False
-            self._svg = svg
+            self._svg = at_shown_size(svg) if self.held_to_rule else svg
         return not self.simplified
 
     def _surely_unfit(self) -> bool:
@@ -156,7 +158,7 @@ class Picture:
             if fits(other):
                 self.dot = "\n".join(dot) if many else dot
                 self.simplified, self.stacked, self._stacked_sources = k, many, dot if many else None
-                return other
+                return at_shown_size(other)
         self.dot, self.simplified, self.stacked, self._stacked_sources = card_dot(self.card_lines()), CARD, False, None
         return svg_from_dot(self.dot)
 

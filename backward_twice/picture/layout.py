@@ -52,13 +52,23 @@ def shown_px(svg: str) -> tuple[float, float]:
     return w, h * 4 / 3 * (min(1.0, OUTPUT_PX / (w * 4 / 3)) if w else 1.0)
 
 
+def _view_width(svg: str) -> float:
+    """The width of an SVG's drawing in its own units (its viewBox; its width when it has none): what
+    its font sizes are in. A picture shown smaller than drawn (at_shown_size) has a smaller width."""
+    m = _SVG_HEAD.search(svg)
+    if not m:
+        return 0.0
+    box = (m.group(3) or "").split()
+    return float(box[2]) if len(box) == 4 else float(m.group(1))
+
+
 def smallest_text_px(svg: str) -> float:
     """How tall the smallest text of a Graphviz SVG is, in px, shown at most OUTPUT_PX wide."""
-    width = svg_width_pt(svg)
+    width, drawn = svg_width_pt(svg), _view_width(svg)
     sizes = [float(v) for v in re.findall(r'font-size="([\d.]+)"', svg)]
-    if not width or not sizes:
+    if not width or not drawn or not sizes:
         return float("inf")
-    return min(sizes) * min(width * 4 / 3, OUTPUT_PX) / width
+    return min(sizes) * min(width * 4 / 3, OUTPUT_PX) / drawn
 
 
 def reads_at(svg: str, min_px: float = MIN_TEXT_PX) -> bool:
@@ -66,10 +76,47 @@ def reads_at(svg: str, min_px: float = MIN_TEXT_PX) -> bool:
     return smallest_text_px(svg) >= min_px
 
 
+def _fits_as_drawn(svg: str) -> bool:
+    return reads_at(svg, CORE_TEXT_PX) and shown_px(svg)[1] <= CORE_MAX_HEIGHT_PX
+
+
+def _shown_scale(svg: str) -> float | None:
+    """How much smaller than drawn (1: as drawn) a picture is shown so that it keeps the rule: a
+    picture too tall whose text is larger than CORE_TEXT_PX is shown smaller, down to that text
+    size; None when no size keeps it."""
+    if refused(svg):
+        return None
+    if _fits_as_drawn(svg):
+        return 1.0
+    text, height = smallest_text_px(svg), shown_px(svg)[1]
+    if not height or text < CORE_TEXT_PX:
+        return None
+    scale = CORE_MAX_HEIGHT_PX / height * 0.999     # the size written rounds to 0.01 pt
+    return scale if text * scale >= CORE_TEXT_PX else None
+
+
 def fits(svg: str) -> bool:
     """THE rule every picture is held to (issue 28 §1): laid out (not refused), its smallest text at
-    least CORE_TEXT_PX and at most CORE_MAX_HEIGHT_PX tall, shown OUTPUT_PX wide."""
-    return not refused(svg) and reads_at(svg, CORE_TEXT_PX) and shown_px(svg)[1] <= CORE_MAX_HEIGHT_PX
+    least CORE_TEXT_PX and at most CORE_MAX_HEIGHT_PX tall, shown at most OUTPUT_PX wide: as drawn,
+    or smaller than drawn when its text is larger than it needs to be (at_shown_size shows it so)."""
+    return _shown_scale(svg) is not None
+
+
+def at_shown_size(svg: str) -> str:
+    """`svg` with the size it is shown at written in it: smaller than drawn when only that keeps the
+    rule (fits), unchanged otherwise. Its viewBox keeps the drawing's units, so the browser scales it."""
+    scale = _shown_scale(svg)
+    if scale is None or scale >= 1.0:
+        return svg
+    m = _SVG_HEAD.search(svg)
+    w, h = float(m.group(1)), float(m.group(2))
+    box = m.group(3) or f"0.00 0.00 {w:.2f} {h:.2f}"
+    scale *= min(1.0, OUTPUT_PX / (w * 4 / 3))     # relative to its size as shown (at most OUTPUT_PX wide)
+    head = (svg[m.start():m.start(1)] + f"{w * scale:.2f}" + svg[m.end(1):m.start(2)] + f"{h * scale:.2f}"
+            + svg[m.end(2):m.end(2) + 3])
+    if m.group(3) is None:
+        return svg[:m.start()] + head + f' viewBox="{box}"' + svg[m.end():]
+    return svg[:m.start()] + head + svg[m.end(2) + 3:]
 
 
 def svg_from_dot(source: str) -> str:
