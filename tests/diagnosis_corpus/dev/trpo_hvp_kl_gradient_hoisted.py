@@ -3,8 +3,8 @@ F v is a Hessian-vector product of the KL between the old and the new policy.
 
 Rewritten from tristandeleu/pytorch-maml-rl#13 ("Faster hessian_vector_product"): the PR computes
 the KL's gradient (create_graph=True) once, outside `_product`, instead of at every call. Asked why
-the inner autograd.grad then needs retain_graph=True, the author answered that "calling
-torch.autograd.grad without retain_graph=True will free the buffers", so the second product of
+the inner autograd.grad then needs retain_graph=True, the author answered: "Calling
+`torch.autograd.grad` without `retain_graph=True` will free the "buffers"", so the second product of
 conjugate gradient fails; the repository's hessian_vector_product now keeps it (retain_graph=True).
 """
 import torch
