@@ -1,0 +1,78 @@
+"""CTGAN, a conditional GAN for tabular data: the critic's step backpropagates a WGAN-GP gradient
+penalty and the Wasserstein loss as two backward calls before one optimizer step, and the fake rows
+feeding both come from the generator without a detach.
+
+Rewritten from sdv-dev/CTGAN#37 ("Retention of gradient penalty Graph"): asked what
+`pen.backward(retain_graph=True)` is for, since nothing seemed to use the graph afterwards, the
+maintainer answered: "the computing graph will be deleted after running backward. But here the
+computing graph is still needed for another backward pass (loss_d.backward). retain_graph prevents
+pytorch from deleting the computing graph." Both losses reach the generator's forward through the fake
+rows (the penalty through the interpolates), so without it `loss_d.backward()` meets buffers the
+penalty's backward freed. The repository keeps `pen.backward(retain_graph=True); loss_d.backward()`.
+"""
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+SOURCE = "sdv-dev/CTGAN#37"
+CATEGORY = "two-backwards"
+CULPRIT = "fake_cat"
+CAUSE = "the penalty's backward frees the generator's graph under the fake rows that loss_d still needs"
+FIX_KIND = "retain-or-sum"
+ERROR = "second time"
+INTENT = ("The gradient penalty and the Wasserstein loss together train the critic in one step; "
+          "the generator is trained by its own loss afterwards.")
+GRADS = ["discriminator.parameters()", "generator.parameters()"]
+
+
+class Discriminator(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.seq = nn.Sequential(nn.Linear(dim, 16), nn.LeakyReLU(0.2), nn.Linear(16, 1))
+
+    def forward(self, x):
+        return self.seq(x)
+
+    def calc_gradient_penalty(self, real_data, fake_data, lambda_=10):
+        alpha = torch.rand(real_data.size(0), 1)
+        interpolates = alpha * real_data + (1 - alpha) * fake_data
+        disc_interpolates = self(interpolates)
+        gradients = torch.autograd.grad(outputs=disc_interpolates, inputs=interpolates,
+                                        grad_outputs=torch.ones(disc_interpolates.size()),
+                                        create_graph=True, retain_graph=True)[0]
+        return ((gradients.norm(2, dim=1) - 1) ** 2).mean() * lambda_
+
+
+def apply_activate(data):   # one continuous column (tanh) and one categorical column of 3 values
+    return torch.cat([torch.tanh(data[:, :1]), F.softmax(data[:, 1:], dim=1)], dim=1)
+
+
+torch.manual_seed(0)
+embedding_dim, data_dim, cond_dim = 6, 4, 3
+generator = nn.Sequential(nn.Linear(embedding_dim + cond_dim, 16), nn.ReLU(), nn.Linear(16, data_dim))
+discriminator = Discriminator(data_dim + cond_dim)
+optimizerG = torch.optim.Adam(generator.parameters(), lr=2e-4, betas=(0.5, 0.9))
+optimizerD = torch.optim.Adam(discriminator.parameters(), lr=2e-4, betas=(0.5, 0.9))
+for step in range(2):
+    real = torch.cat([torch.randn(8, 1).tanh(), F.one_hot(torch.randint(0, 3, (8,)), 3).float()], dim=1)
+    c1 = F.one_hot(torch.randint(0, 3, (8,)), 3).float()
+    fakez = torch.cat([torch.randn(8, embedding_dim), c1], dim=1)
+    fakeact = apply_activate(generator(fakez))
+    fake_cat, real_cat = torch.cat([fakeact, c1], dim=1), torch.cat([real, c1], dim=1)
+    y_fake, y_real = discriminator(fake_cat), discriminator(real_cat)
+    pen = discriminator.calc_gradient_penalty(real_cat, fake_cat)
+    loss_d = -(torch.mean(y_real) - torch.mean(y_fake))
+    optimizerD.zero_grad()
+    pen.backward()  # BUG
+    # FIX: pen.backward(retain_graph=True)
+    loss_d.backward()
+    optimizerD.step()
+
+    fakez = torch.cat([torch.randn(8, embedding_dim), c1], dim=1)
+    fake = generator(fakez)
+    y_fake = discriminator(torch.cat([apply_activate(fake), c1], dim=1))
+    cross_entropy = F.cross_entropy(fake[:, 1:], c1.argmax(1))   # the conditional loss
+    loss_g = -torch.mean(y_fake) + cross_entropy
+    optimizerG.zero_grad()
+    loss_g.backward()
+    optimizerG.step()
