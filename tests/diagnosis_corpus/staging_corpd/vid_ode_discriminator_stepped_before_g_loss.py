@@ -59,6 +59,10 @@ class Discriminator(nn.Module):
         return torch.mean((self(fake) - 1) ** 2)
 
 
+def as_sequence(observed, frames):     # the sequence discriminator sees observed and predicted frames stacked
+    return torch.cat([observed, frames], dim=1).flatten(1, 2)
+
+
 torch.manual_seed(0)
 b, t_in, t_out, c, hw = 2, 3, 3, 1, 8
 netG = VidODE(c)
@@ -71,10 +75,9 @@ for it in range(2):
     input_real, real = video[:, :t_in], video[:, t_in:]
     fake = netG(input_real, t_out)
     loss_netG = F.mse_loss(fake, real)
-    seq = lambda frames: torch.cat([input_real, frames], dim=1).view(b, -1, hw, hw)
-    loss_netD = lamb_adv * netD_seq.netD_adv_loss(seq(real), seq(fake))
+    loss_netD = lamb_adv * netD_seq.netD_adv_loss(as_sequence(input_real, real), as_sequence(input_real, fake))
     loss_netD += lamb_adv * netD_img.netD_adv_loss(real.reshape(-1, c, hw, hw), fake.reshape(-1, c, hw, hw))
-    loss_adv_netG = lamb_adv * netD_seq.netG_adv_loss(seq(fake))
+    loss_adv_netG = lamb_adv * netD_seq.netG_adv_loss(as_sequence(input_real, fake))
     loss_adv_netG += lamb_adv * netD_img.netG_adv_loss(fake.reshape(-1, c, hw, hw))
     loss_netG += loss_adv_netG
 

@@ -4,12 +4,13 @@ respect to the patch is what the attack follows.
 
 Rewritten from WongKinYiu/yolov7#1527 ("Backpropagation Error. RuntimeError: one of the variables
 needed for gradient computation has been modified by an inplace operation ... which is output 0 of
-SigmoidBackward0"): the poster backpropagates a loss from the model's decoded output. The fix given in
-the thread: "There is an in-place operation in models/yolo.py": the Detect head does
-`y = x[i].sigmoid()` and then writes `y[..., 0:2] = ...` and `y[..., 2:4] = ...` into it, while the
-sigmoid's backward needs its own output. Computing xy and wh as new tensors and concatenating them
-(as later YOLO heads do, `y = torch.cat((xy, wh, conf), 4)`) removes the error. The user's code never
-writes in place; the writer is inside the model's head.
+SigmoidBackward0"): the poster backpropagates a loss from the model's decoded output to craft an
+adversarial example. The fix given in the thread ("I managed to fix it! There is an in-place operation
+in models/yolo.py"): the Detect head does `y = x[i].sigmoid()` and then writes `y[..., 0:2] = ...` and
+`y[..., 2:4] = ...` into it, while the sigmoid's backward needs its own output; the decode must build
+new tensors instead. The fix here computes xy and wh as new tensors and concatenates them, as later
+YOLO heads do (`y = torch.cat((xy, wh, conf), 4)`). The user's code never writes in place; the writer
+is inside the model's head.
 """
 import torch
 import torch.nn as nn
