@@ -19,38 +19,27 @@ import torch.nn.functional as F
 SOURCE = "ai2cm/ace#544"
 CATEGORY = "carried-state"
 CULPRIT = ["state", "prediction"]
-CAUSE = "each step's loss reaches every step's graph: through the undetached state and through the concatenation"
+CAUSE = "each step's loss reaches every step's graph, through the state and through the concatenation"
 FIX_KIND = "detach-carried"
 ERROR = "second time"
 INTENT = ("Each forecast step's loss trains the step network through that step alone; the state "
           "carried from earlier steps is a constant input.")
 GRADS = "module.parameters()"
 
-
-class Stepper:
-    def __init__(self, module):
-        self.module = module
-
-    def predict(self, initial_condition, forcing, n_forward_steps):
-        state, steps = initial_condition, []
-        for t in range(n_forward_steps):
-            out = self.module(torch.cat([state, forcing[:, t]], dim=-1))
-            steps.append(out)
-            state = out  # BUG
-            # FIX: state = out.detach()
-        return steps
-
-
 torch.manual_seed(0)
 n_vars, n_forcing, n_steps = 6, 2, 3
 module = nn.Sequential(nn.Linear(n_vars + n_forcing, 16), nn.Tanh(), nn.Linear(16, n_vars))
-stepper = Stepper(module)
 optimizer = torch.optim.Adam(module.parameters(), lr=1e-3)
 for batch in range(2):
-    initial_condition = torch.randn(4, n_vars)
+    state = torch.randn(4, n_vars)                                  # the initial condition
     forcing, target = torch.randn(4, n_steps, n_forcing), torch.randn(4, n_steps, n_vars)
     optimizer.zero_grad()
-    steps = stepper.predict(initial_condition, forcing, n_steps)
+    steps = []
+    for t in range(n_steps):
+        out = module(torch.cat([state, forcing[:, t]], dim=-1))
+        steps.append(out)
+        state = out  # BUG
+        # FIX: state = out.detach()
     prediction = torch.stack(steps, dim=1)          # BatchData keeps the steps as one time dimension
     for t in range(n_steps):
         loss = F.mse_loss(prediction[:, t], target[:, t]) / n_steps  # BUG

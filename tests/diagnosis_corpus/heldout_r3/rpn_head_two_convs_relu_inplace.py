@@ -1,13 +1,11 @@
-"""A two-stage detector's region proposal head (mmdetection's RPNHead) configured with two
-convolutions (`rpn_head=dict(num_convs=2)`) instead of one, trained on objectness and box deltas.
-
+"""A two-stage detector's region proposal head (mmdetection's RPNHead) configured with two convolutions
+(`rpn_head=dict(num_convs=2)`) instead of one, trained on objectness and box deltas.
 Rewritten from open-mmlab/mmdetection#7933 ("RuntimeError: one of the variables needed for gradient
-computation has been modified by an inplace operation"): Cascade Mask R-CNN with `num_convs=2` added to
-the rpn_head fails in backward. With one conv, `rpn_conv` is a bare Conv2d; with two it is a
-Sequential of ConvModules, each ending in a ReLU, and the head's forward still applies
-`x = F.relu(x, inplace=True)` to its output, overwriting the ReLU output that the last ReLU's backward
-needs. The fix given in the thread: "the following fix resolves the error ... `x = F.relu(x,
-inplace=False)`" in rpn_head.py (the faster_rcnn config with the default one conv gives no error).
+computation has been modified by an inplace operation"): Cascade Mask R-CNN with `num_convs=2` fails
+in backward. With one conv, `rpn_conv` is a bare Conv2d; with two it is a Sequential of ConvModules,
+each ending in a ReLU, and the head still applies `x = F.relu(x, inplace=True)` to its output,
+overwriting the ReLU output the last ReLU's backward needs. The fix given in the thread: "the following
+fix resolves the error ... `x = F.relu(x, inplace=False)`" in rpn_head.py.
 """
 import torch
 import torch.nn as nn
@@ -51,13 +49,10 @@ neck = nn.Conv2d(16, 8, 1)                       # the FPN's lateral conv for on
 rpn_head = RPNHead(num_convs=2)
 optimizer = torch.optim.SGD(list(neck.parameters()) + list(rpn_head.parameters()), lr=0.02)
 for it in range(2):
-    backbone_feat = torch.randn(2, 16, 6, 6)
+    backbone_feat, bbox_targets = torch.randn(2, 16, 6, 6), torch.randn(2, 12, 6, 6)
     labels = torch.randint(0, 2, (2, 3, 6, 6)).float()
-    bbox_targets = torch.randn(2, 12, 6, 6)
     cls_score, bbox_pred = rpn_head(neck(backbone_feat))
-    loss_cls = F.binary_cross_entropy_with_logits(cls_score, labels)
-    loss_bbox = F.smooth_l1_loss(bbox_pred, bbox_targets)
-    loss = loss_cls + loss_bbox
+    loss = F.binary_cross_entropy_with_logits(cls_score, labels) + F.smooth_l1_loss(bbox_pred, bbox_targets)
     optimizer.zero_grad()
     loss.backward()
     optimizer.step()

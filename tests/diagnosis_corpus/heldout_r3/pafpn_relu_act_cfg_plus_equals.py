@@ -1,14 +1,11 @@
-"""A detector's neck, PAFPN (path aggregation FPN: a top-down pass then a bottom-up pass over the
-pyramid), configured with `act_cfg=dict(type='ReLU')` so that its lateral, output and downsample
-ConvModules end in a ReLU.
-
+"""A detector's neck, PAFPN (a top-down then a bottom-up pass over the feature pyramid), configured with
+`act_cfg=dict(type='ReLU')` so that its lateral, output and downsample ConvModules end in a ReLU.
 Rewritten from open-mmlab/mmdetection#9450 ("[Fix] Fix backward inplace error with pafpn", merged):
 "Backward pass error when using inplace operation with ReLU. For example, if
 `act_cfg=dict(type='ReLU')`, training would raise errors. Modification: Don't do inplace operations."
-The neck adds the upsampled coarser level into each lateral with `+=`, and each downsampled finer output
-into the next output with `+=`; with a ReLU at the end of every ConvModule, those tensors are ReLU
-outputs that the ReLU's backward needs. (The same change was made to FPN in #7175.) The user only
-changed the config.
+The neck adds the upsampled coarser level into each lateral, and each downsampled finer output into the
+next output, with `+=`: with a ReLU ending every ConvModule, those are ReLU outputs that the ReLU's
+backward needs (the same change was made to FPN in #7175). The user only changed the config.
 """
 import torch
 import torch.nn as nn
@@ -55,8 +52,7 @@ neck = PAFPN(act_cfg=dict(type="ReLU"))
 head = nn.Conv2d(8, 5, 1)                                     # objectness + 4 box deltas per location
 optimizer = torch.optim.SGD(list(neck.parameters()) + list(head.parameters()), lr=0.01)
 for it in range(2):
-    feats = [torch.randn(2, 4, 16, 16), torch.randn(2, 8, 8, 8), torch.randn(2, 16, 4, 4)]
-    outs = [head(o) for o in neck(feats)]
+    outs = [head(o) for o in neck([torch.randn(2, 4, 16, 16), torch.randn(2, 8, 8, 8), torch.randn(2, 16, 4, 4)])]
     loss = sum(F.smooth_l1_loss(o, torch.zeros_like(o)) for o in outs)
     optimizer.zero_grad()
     loss.backward()

@@ -1,13 +1,10 @@
-"""A Wasserstein auto-encoder (WAE-MMD): the encoder's codes are pulled towards the Gaussian prior
-by a maximum mean discrepancy between a batch of codes and a batch of prior samples, computed with
-an RBF kernel at several scales, next to the reconstruction loss.
-
-Rewritten from schelotto/Wasserstein-AutoEncoders#6 ("backward MMD"): "about the RBF kernel,
-pytorch was throwing me an error because of in place modification before backward. maybe worth
-changing `res1 += torch.exp(-C * dists_y)` by `res1 = res1+torch.exp(-C * dists_y)`"; a
-contributor answered "I solved this issue in #10", the maintainer merged it ("I confess that for a
-long time I should have the bug in mmd fixed"). `torch.exp` saves its output for its backward, and
-`+=` writes the second kernel term into that very output.
+"""A Wasserstein auto-encoder (WAE-MMD): the encoder's codes are pulled towards the Gaussian prior by a
+maximum mean discrepancy with an RBF kernel at several scales, next to the reconstruction loss.
+Rewritten from schelotto/Wasserstein-AutoEncoders#6 ("backward MMD"): "about the RBF kernel, pytorch
+was throwing me an error because of in place modification before backward. maybe worth changing
+`res1 += torch.exp(-C * dists_y)` by `res1 = res1+torch.exp(-C * dists_y)`"; a contributor answered
+"I solved this issue in #10", which the maintainer merged ("I confess that for a long time I should
+have the bug in mmd fixed"). `torch.exp` saves its output for its backward, and `+=` writes into it.
 """
 import torch
 import torch.nn as nn
@@ -53,13 +50,10 @@ enc_optim = torch.optim.Adam(encoder.parameters(), lr=1e-3)
 dec_optim = torch.optim.Adam(decoder.parameters(), lr=1e-3)
 for step in range(2):
     images = torch.rand(8, 16)
-    enc_optim.zero_grad()
-    dec_optim.zero_grad()
-    z = encoder(images)
-    recon_loss = F.mse_loss(decoder(z), images)
+    enc_optim.zero_grad(), dec_optim.zero_grad()
+    recon_loss = F.mse_loss(decoder(encoder(images)), images)
     z_fake = torch.randn(images.size(0), n_z) * sigma
     mmd_loss = rbf_kernel(encoder(images), z_fake, h_dim=n_z) / images.size(0)
     total_loss = recon_loss + mmd_loss
     total_loss.backward()
-    enc_optim.step()
-    dec_optim.step()
+    enc_optim.step(), dec_optim.step()
