@@ -130,6 +130,7 @@ def test_issue_27_programs_are_all_there():
     splits = collections.Counter(harness.split_of(p) for p in REC)
     assert splits["heldout_rec"] == len(harness.programs("heldout_rec")) >= 10, splits
     assert splits["heldout_r2"] == len(harness.programs("heldout_r2")) >= 10, splits
+    assert splits["heldout_r3"] == len(harness.programs("heldout_r3")) >= 10, splits
     assert splits["dev"] >= 10, splits
     assert len(SEVERAL) >= 2, "programs where several carriers each need their fix"
 
