@@ -677,14 +677,14 @@ def rule_step_between(f: Facts) -> Finding | None:
     s = f.steps_between[0]
     keep = _with_kwarg(f.freer.site, "retain_graph=True")
     move = ()
-    block = _block_move((s.site, *s.outer), f.failed.site)
+    block, below = _block_move_outer((s.site, *s.outer), f.failed)
     if block is not None:
         import dataclasses
         import linecache
 
         s = dataclasses.replace(s, site=block[0])
         if keep is not None:
-            end = _statement_end(f.failed.site)
+            end = _statement_end(below)
             text = tuple(linecache.getline(s.site.file, n).rstrip("\n") for n in range(block[1], block[2] + 1))
             move = (keep[1], *(Edit(s.site.file, n, ()) for n in range(block[1], block[2] + 1)),
                     Edit(s.site.file, end + 1, text, insert=True))
@@ -1380,15 +1380,15 @@ def rule_inplace_recorded(f: Facts) -> Finding | None:
     names = _names_of(f, w)
     name_words = (" (" + ", ".join(f"`{n}`" for n in names) + ")") if names else ""
     if w.optimizer_step:
-        move, step_site = (), w.site
-        block = _block_move((w.site, *w.outer), f.failed.site) if f.failed is not None else None
+        move, step_site, below = (), w.site, f.failed.site if f.failed is not None else None
+        block, below = _block_move_outer((w.site, *w.outer), f.failed)
         if block is not None:       # the step's statement in the failing call's block (a wrapper's caller)
             import linecache
 
             step_site, a, b = block
             text = tuple(linecache.getline(step_site.file, n).rstrip("\n") for n in range(a, b + 1))
             move = (*(Edit(step_site.file, n, ()) for n in range(a, b + 1)),
-                    Edit(step_site.file, _statement_end(f.failed.site) + 1, text, insert=True))
+                    Edit(step_site.file, _statement_end(below) + 1, text, insert=True))
         w = _with_site(w, step_site)
         apart = _detach_from_changed(f, w)
         return Finding(
@@ -1400,12 +1400,16 @@ def rule_inplace_recorded(f: Facts) -> Finding | None:
             options=[*([apart] if apart else []),
                      Option("if both gradients should be computed with the weights before the step",
                             f"Call every backward() before `{w.site.code()}`: move it from {w.site.short()} to after "
-                            f"{f.failed.site.short() if f.failed else 'the last backward'}.",
-                            "The step then applies both gradients at once.", move, kind="backward-before-step"),
-                     Option("if the later loss should use the updated weights",
-                            f"Compute that loss's forward again after {w.site.short()}.",
-                            "It runs through a new graph, made with the updated weights.",
-                            kind="backward-before-step")],
+                            + (f"`{below.code()}` at {below.short()}" if below is not None and below != f.failed.site
+                               else f"{f.failed.site.short()}" if f.failed else "the last backward") + ".",
+                            "The step then applies both gradients at once.", move, kind="backward-before-step")
+                     if move or not _runs_later_in_loop(w.site, f.failed) else
+                     Option("if both gradients should be computed with the weights before the step",
+                            f"Step once after all of them: `{w.site.code()}` at {w.site.short()} runs in the loop, "
+                            f"before {f.failed.words()} of a later pass; move the step below the loop.",
+                            "The losses of every pass then use the same weights, and one step applies their "
+                            "gradients.", kind="backward-before-step"),
+                     _remake_after_step(f, w)],
             confidence="depends", culprit=names[0] if names else None, culprits=names,
             how_to_tell="Should the later loss be computed with the weights before or after the step?"
                         + (" Should it train the weights the step changed at all?" if apart else ""))
@@ -1490,6 +1494,19 @@ def _block_move(write_sites, before: Site) -> tuple[Site, int, int] | None:
         if stmt is not None and stmt.end_lineno < target.lineno:
             return Site(site.file, stmt.lineno, site.function), stmt.lineno, stmt.end_lineno
     return None
+
+
+def _block_move_outer(write_sites, failed) -> tuple:
+    """(_block_move's answer, the statement it goes below): the failing call's own line first, then the
+    user's lines that called it (a `train(opt, loss)` wrapper that backwards and steps, called once
+    for each loss: the step's call moves below the failing loss's call)."""
+    if failed is None:
+        return None, None
+    for below in (failed.site, *getattr(failed, "outer", ())):
+        found = _block_move(write_sites, below)
+        if found is not None:
+            return found, below
+    return None, failed.site
 
 
 def _with_site(w, site: Site):
@@ -1599,6 +1616,53 @@ def _detach_from_changed(f: Facts, w) -> Option | None:
                   f"Detach `{path}` where this loss uses it: write `{got[0]}` at {site.short()}.",
                   f"This loss's gradient stops at `{path}`, so it no longer needs the weights the step changed; "
                   "it still trains what it computes from there.", (got[1],), kind="detach-at-use")
+
+
+def _runs_later_in_loop(step: Site, failed) -> bool:
+    """Whether the step's line is below the failing call's in the same function: it ran after that
+    line in an earlier pass of a loop (the call that failed belongs to the next pass)."""
+    return failed is not None and step.file == failed.site.file and step.function == failed.site.function \
+        and step.line > failed.site.line
+
+
+def _remake_after_step(f: Facts, w) -> Option:
+    """'If the later loss should use the updated weights': compute again, after the step, the tensor of
+    yours through which it reads the weights the step changed; when its making line is a plain
+    `name = ...` in the function that uses it (a GAN's `fake = netG(noise)` made before the generator's
+    steps and read by each step's loss), that line repeated above the use, as an edit."""
+    said = Option("if the later loss should use the updated weights",
+                  f"Compute that loss's forward again after {w.site.short()}.",
+                  "It runs through a new graph, made with the updated weights.", kind="backward-before-step")
+    t = w.tensor() if w.tensor is not None else None
+    if f.root is None or f.root.grad_fn is None or t is None:
+        return said
+    nodes = _nodes(f.root.grad_fn, 20_000)
+    acc = next((fn for fn in nodes if is_leaf_node(fn) and getattr(fn, "variable", None) is t), None)
+    if acc is None:
+        return said
+    inside = set(nodes)
+    named = sorted(((p, u) for p, u in f.named if u.grad_fn is not None and u.grad_fn in inside and u is not f.root
+                    and not _is_param_like(u) and re.fullmatch(r"\w+", p)),
+                   key=lambda pu: -pu[1].grad_fn._sequence_nr())[:24]
+    for path, u in named:
+        made = made_at(u.grad_fn)
+        if made is None or made[0] is None or made[1] > w.step or not _reaches_any(u.grad_fn, {acc}):
+            continue                        # made after the step, or not through the changed weight
+        user = next((n for n in nodes if any(x is u.grad_fn and i == u.output_nr for x, i in n.next_functions)), None)
+        use = made_at(user) if user is not None else None
+        if use is None or use[0] is None or use[0].file != made[0].file:
+            continue
+        maker = next((s for s in (made[0], *made[3]) if s.file == use[0].file and s.function == use[0].function
+                      and re.match(rf"\s*{path}\s*=[^=]", s.code()) and _statement_end(s) == s.line), None)
+        if maker is None or maker.line == use[0].line:
+            continue
+        return Option("if the later loss should use the updated weights",
+                      f"Compute `{path}` again after {w.site.short()}, where this loss uses it: write "
+                      f"`{maker.code()}` above {use[0].short()} (it was made at {maker.short()}, before the step).",
+                      "The loss then runs through a new graph, made with the updated weights.",
+                      (Edit(use[0].file, use[0].line, (_indent(use[0]) + maker.code(),), insert=True),),
+                      kind="backward-before-step")
+    return said
 
 
 def _names_of(f: Facts, w) -> list:

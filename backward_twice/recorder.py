@@ -105,6 +105,7 @@ class Call:
     released: int = 0         # nodes whose saved tensors it released
     error: BaseException | None = None
     roots: tuple = ()         # weak references to the tensors it was called on
+    outer: tuple = ()         # the user's lines that called the line of the call (a wrapper's caller)
 
     def words(self) -> str:
         what = "backward()" if self.kind == "backward" else "torch.autograd.grad()"
@@ -455,7 +456,7 @@ class Recorder(TorchFunctionMode):
             retain = create
         self.n_calls += 1
         call = Call(self.n_calls, kind, site, bool(retain), create, self.step,
-                    roots=tuple(weakref.ref(r) for r in roots if isinstance(r, torch.Tensor)))
+                    roots=tuple(weakref.ref(r) for r in roots if isinstance(r, torch.Tensor)), outer=outer_sites(3))
         self.calls.append(call)
         nodes = [] if retain else [fn for fn in _graph_nodes(roots) if _has_saved(fn) and freed_by(fn) is None]
         try:

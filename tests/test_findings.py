@@ -62,6 +62,16 @@ RULE_OF = {
     "tsan_out_is_x_plus_equals": "inplace-write",
     "two_critics_shared_actions": "shared-graph",
     "xbm_memory_queue_not_detached": "carried-across-steps",
+    # the third held-out round's development half (2026-11-28, session 3)
+    "ace_rollout_grad_accumulation_concatenated_steps": "computed-once",
+    "fp8_delayed_amax_buffer_keeps_graph": "computed-once",
+    "orthogonal_siamese_cached_across_steps": "computed-once",
+    "sew_resnet_neuron_state_not_reset": "carried-across-steps",
+    "singan_generator_steps_reuse_fake": "inplace-optimizer-step",
+    "topk_pool_score_index_assign": "inplace-write",
+    "trpo_hvp_kl_gradient_hoisted": "grad-freed-graph",
+    "vid_ode_discriminator_stepped_before_g_loss": "inplace-optimizer-step",
+    "yolo_detect_head_writes_sigmoid_output": "inplace-write",
 }
 
 # programs whose offered remedies, applied and run, do not reproduce the maintainers' gradients
@@ -69,7 +79,14 @@ RULE_OF = {
 BY_HAND = {"gcn_cached_adjacency_attack", "modules_set_inplace", "pwlu_running_stats_keep_graph",
            "xbm_memory_queue_not_detached", "anomaly_transformer_minimax_step_between",
            "deepxde_ic_cache_trainable_variable", "ode_solver_load_state_dict_between_steps",
-           "stgp_noise_exp_of_parameter_once"}
+           "stgp_noise_exp_of_parameter_once",
+           # the fix also stops the gradient through the weight's own scale: keeping the amax detached
+           # (the option for bookkeeping) is the right kind, its gradients differ there
+           "fp8_delayed_amax_buffer_keeps_graph",
+           "orthogonal_siamese_cached_across_steps",      # "compute it again in every step": no edit
+           "sew_resnet_neuron_state_not_reset"}           # "start each batch fresh": the library's reset
+# programs where no option is the right one (docs/diagnosis.md says why)
+MISSES = {"ace_rollout_grad_accumulation_concatenated_steps"}   # two carriers: the state and a concatenation
 
 
 def test_every_development_program_is_pinned_to_a_rule():
@@ -106,7 +123,8 @@ def test_the_pinned_rule_fires_with_facts_and_plain_sentences(diagnosed, name):
     for text in _sentences(f):
         assert _SENTENCE.match(text), (name, text)
         assert text.count("`") % 2 == 0, (name, text)
-        assert not any(p.search(text) for p in _FRAGMENTS), (name, text)
+        prose = re.sub(r"`[^`]*`", "`code`", text)        # the user's code quoted is not prose (`y[..., 0]`)
+        assert not any(p.search(prose) for p in _FRAGMENTS), (name, text)
     for o in f.options:
         assert o.condition == "" or o.condition.startswith("if "), (name, o.condition)
         assert o.kind, (name, o.fix)
@@ -124,7 +142,7 @@ def test_a_remedy_with_an_edit_runs_and_one_gives_the_fixs_gradients(diagnosed, 
     verdicts = [v for _, v in remedy.try_options(path, d)]
     labels = harness.constants(path)
     good = ("same",) if "GRADS" in labels else ("same", "runs")
-    if name in BY_HAND:
+    if name in BY_HAND | MISSES:
         assert not any(v in good for v in verdicts), (name, verdicts)     # it moved: update BY_HAND
     else:
         assert any(v in good for v in verdicts), (name, verdicts)

@@ -164,8 +164,8 @@ def summary(results: list[Result]) -> str:
                      f"(named {f['culprit_named']:.0%}), fix kind right "
                      f"{f['fix_kind']:.0%} (first offered), right fix offered {f['fix_offered']:.0%}, "
                      f"confidently wrong {f['confidently_wrong']}")
-    lines.append(f"targets: culprit >= {TARGETS['culprit']:.0%}, fix kind >= {TARGETS['fix_kind']:.0%} on issue 19's "
-                 f"programs, right fix offered >= {TARGETS['fix_offered']:.0%}, "
+    lines.append(f"targets: culprit >= {TARGETS['culprit']:.0%} and fix kind >= {TARGETS['fix_kind']:.0%} on issue "
+                 f"19's programs, right fix offered >= {TARGETS['fix_offered']:.0%}, "
                  f"confidently wrong = {TARGETS['confidently_wrong']}")
     return "\n".join(lines)
 
@@ -197,7 +197,9 @@ def score_recorded(split: str | None = None) -> list[Result]:
 
 
 def issue19(results: list[Result]) -> list[Result]:
-    """The programs written for issue 19 (without INTENT): its fix-kind target applies to them."""
+    """The programs written for issue 19 (without INTENT): its culprit and fix-kind targets apply to
+    them (issue 27's programs, written for the recorded mode, are scored on every figure and held
+    to the right fix offered and to no confident wrong answer)."""
     return [r for r in results if "INTENT" not in harness.constants(harness.HERE / r.split / f"{r.name}.py")]
 
 

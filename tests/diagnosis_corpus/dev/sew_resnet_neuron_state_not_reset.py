@@ -13,7 +13,7 @@ import torch.nn.functional as F
 
 SOURCE = "fangwei123456/Spike-Element-Wise-ResNet#19"
 CATEGORY = "filter-solver"
-CULPRIT = "net[1].v"
+CULPRIT = ["net[1].v", "net[3].v"]   # both neurons keep the last batch's potential (relabelled: reset_net resets both)
 CAUSE = "the neurons keep the last batch's membrane potential with its freed graph"
 FIX_KIND = "reset-per-episode"
 ERROR = "second time"
