@@ -1423,7 +1423,14 @@ def rule_inplace_recorded(f: Facts) -> Finding | None:
     edits, said = [], []
     for site in dict.fromkeys(x.site for x in f.writes if not x.optimizer_step):
         text = site.code()
-        new = _out_of_place_line(text) if w.inner is None else None
+        new = _out_of_place_line(text) if w.inner is None else re.sub(r"inplace\s*=\s*True", "inplace=False", text)
+        if new == text:
+            new = None
+        maker = _inplace_maker(site) if new is None else None
+        if maker is not None:          # `self.act = nn.ReLU(inplace=True)`, made in __init__, called here
+            edits.extend(maker[1])
+            said.append(f"pass `inplace=False` where {maker[0]} is made, at {maker[2].short()}")
+            continue
         if new is not None:
             edits.append(Edit(site.file, site.line, (_indent(site) + new,)))
             said.append(f"`{new}` at {site.short()}")
@@ -1438,6 +1445,14 @@ def rule_inplace_recorded(f: Facts) -> Finding | None:
         opts.append(Option("", "Write out of place, or into a copy: " + "; ".join(said) + ".",
                            "The saved tensor keeps its value; a new tensor holds the result (a little more memory).",
                            tuple(edits) if len(said) == len(dict.fromkeys(x.site for x in f.writes)) else (),
+                           kind=kind))
+    elif _in_forward(f, w.site):     # the write is an op of this loss's forward: it cannot move after the backward
+        target = f"`{names[0]}.clone()`" if names else "a copy (`.clone()`) of the tensor"
+        opts.append(Option("", f"Write out of place: `{w.site.code()}` at {w.site.short()} is part of the forward "
+                               "this loss is computed from, so it cannot run after the backward; make its result a "
+                               f"new tensor (the op without its trailing `_`, or into {target}), or pass "
+                               f"`inplace=False` to the module or function that writes{inner}.",
+                           "The saved tensor keeps its value; a new tensor holds the result (a little more memory).",
                            kind=kind))
     else:
         target = f"`{names[0]}.clone()`" if names else "a copy (`.clone()`) of the tensor"
@@ -1457,6 +1472,54 @@ def rule_inplace_recorded(f: Facts) -> Finding | None:
         + ([f"Also recorded: {len(f.writes) - 1} more write(s) to it, at "
             + ", ".join(x.site.short() for x in f.writes[:-1]) + "."] if len(f.writes) > 1 else []),
         options=opts, confidence="certain", culprit=names[0] if names else None, culprits=names)
+
+
+def _in_forward(f: Facts, site: Site) -> bool:
+    """Whether the failing loss's graph has a node made at `site`: the line is part of its forward."""
+    if f.root is None or f.root.grad_fn is None:
+        return False
+    for fn in _nodes(f.root.grad_fn, 20_000):
+        m = made_at(fn)
+        if m is not None and m[0] == site:
+            return True
+    return False
+
+
+def _inplace_maker(site: Site):
+    """For a user line that calls a module made with `inplace=True` (`f = self.act(f)`, the module made
+    in `__init__` as `self.act = nn.ReLU(inplace=True)`): (its name, the edits passing inplace=False
+    where it is made, that statement's Site). Found with `ast` in the same file: the one assignment to
+    a name the line calls whose source says `inplace=True`."""
+    import ast
+    import linecache
+
+    called = set(re.findall(r"(?:self\.)?([A-Za-z_]\w*)(?:\[[^\]]*\])?\s*\(", site.code()))
+    lines = linecache.getlines(site.file)
+    if not called or not lines:
+        return None
+    try:
+        tree = ast.parse("".join(lines))
+    except SyntaxError:
+        return None
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, (ast.Assign, ast.AnnAssign)):
+            continue
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        names = {t.attr if isinstance(t, ast.Attribute) else t.id for t in targets
+                 if isinstance(t, (ast.Attribute, ast.Name))}
+        text = "".join(lines[node.lineno - 1:node.end_lineno])
+        if names & called and re.search(r"inplace\s*=\s*True", text):
+            found.append((sorted(names & called)[0], node))
+    if len(found) != 1:
+        return None
+    name, node = found[0]
+    edits = []
+    for n in range(node.lineno, node.end_lineno + 1):
+        line = lines[n - 1].rstrip("\n")
+        if re.search(r"inplace\s*=\s*True", line):
+            edits.append(Edit(site.file, n, (re.sub(r"inplace\s*=\s*True", "inplace=False", line),)))
+    return (f"`{name}`", edits, Site(site.file, node.lineno, site.function)) if edits else None
 
 
 def _block_move(write_sites, before: Site) -> tuple[Site, int, int] | None:
