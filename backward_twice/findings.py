@@ -1343,7 +1343,19 @@ def _first_new_use(f: Facts, path: str) -> Site | None:
     return best
 
 
-_OUT_OF_PLACE = [(re.compile(r"(?P<lhs>[\w.\[\]'\"]+)\s*(?P<op>[+\-*/])=\s*(?P<rhs>.+)"), r"\g<lhs> = \g<lhs> \g<op> \g<rhs>"),
+_SIMPLE = re.compile(r"[\w.]+(\[[^\]]*\]|\([^()]*\))*")   # a name, an item, a call: no parentheses needed
+
+
+def _augmented(m: re.Match) -> str:
+    """`x[i - 1] += a * b` as `x[i - 1] = x[i - 1] + (a * b)`: the right side in parentheses unless
+    it is one name, item or call (`x -= a + b` is `x - (a + b)`)."""
+    rhs = m.group("rhs").strip()
+    rhs = rhs if _SIMPLE.fullmatch(rhs) else f"({rhs})"
+    return f"{m.group('lhs')} = {m.group('lhs')} {m.group('op')} {rhs}"
+
+
+_OUT_OF_PLACE = [(re.compile(r"^(?P<lhs>[A-Za-z_][\w.]*(?:\[[^\]=]*\])*)\s*(?P<op>\*\*|//|[+\-*/@])=(?!=)\s*(?P<rhs>.+)$"),
+                  _augmented),
                  (re.compile(r"inplace\s*=\s*True"), "inplace=False"),
                  (re.compile(r"\.(?P<m>relu|sigmoid|tanh|clamp|add|sub|mul|div|exp|masked_fill|fill|"
                              r"clamp_min|clamp_max|abs|neg|pow|sqrt|copy|zero|normal|uniform)_\("),

@@ -212,3 +212,32 @@ def test_retain_graph_is_written_into_the_call_whatever_value_it_had(tmp_path, l
     src.write_text(line + "\n")
     new, _ = findings._with_kwarg(Site(str(src), 1, "<module>"), "retain_graph=True")
     assert new == expected
+
+
+@pytest.mark.parametrize("line, out", [
+    ("laterals[i - 1] += F.interpolate(laterals[i], scale_factor=2.0)",
+     "laterals[i - 1] = laterals[i - 1] + F.interpolate(laterals[i], scale_factor=2.0)"),
+    ("x -= a + b", "x = x - (a + b)"),                  # not x - a + b
+    ("self.h[0] *= 2", "self.h[0] = self.h[0] * 2"),
+    ('feats["a"] /= b * c', 'feats["a"] = feats["a"] / (b * c)'),
+    ("x.add_(1)", "x = x.add(1)"),
+    ("a == b", None),
+    ("x[mask] = 0", None),
+])
+def test_an_in_place_line_written_out_of_place_keeps_its_meaning(line, out):
+    import copy
+
+    assert findings._out_of_place_line(line) == out
+    if out is None:
+        return
+    ns = {"laterals": [torch.ones(2), torch.full((2,), 3.0)], "i": 1, "x": torch.ones(2),
+          "F": type("F", (), {"interpolate": staticmethod(lambda v, scale_factor: v * scale_factor)}),
+          "a": torch.full((2,), 2.0), "b": torch.full((2,), 4.0), "c": torch.full((2,), 0.5),
+          "self": type("S", (), {"h": [torch.ones(2)]})(), "feats": {"a": torch.full((2,), 6.0)}}
+    mine = copy.deepcopy(ns)        # the same values, no tensor shared
+    exec(line, ns)
+    exec(out, mine)
+    key = re.match(r"[A-Za-z_]\w*", line).group(0)
+    pick = {"laterals": lambda d: d["laterals"][0], "self": lambda d: d["self"].h[0],
+            "feats": lambda d: d["feats"]["a"]}.get(key, lambda d: d[key])
+    assert torch.equal(pick(ns), pick(mine)), line
