@@ -14,7 +14,9 @@ record it.
 """
 from __future__ import annotations
 
+import dataclasses
 import keyword
+import linecache
 import re
 from dataclasses import dataclass, field
 
@@ -97,6 +99,8 @@ class Facts:
     writes_between: list = field(default_factory=list)  # in-place writes (not an optimizer's) between the calls
     # in-place
     writes: list = field(default_factory=list)
+    other_writes: list = field(default_factory=list)   # in-place writes into other saved tensors of this graph
+    other_steps: list = field(default_factory=list)    # optimizer steps that wrote other saved tensors of it
     written: object = None           # the saved tensor that was changed
     versions: tuple | None = None    # (expected, now)
 
@@ -294,6 +298,30 @@ def _inplace(f: Facts) -> None:
     if not cands:      # the error names the view the graph saved (einsum's [1, 8, 24] of an (8, 24) queue)
         cands = [w for w in f.rec.writes if _squeezed(w.shape) == _squeezed(shape)]
     f.writes = [w for w in cands if w.before >= expected and w.after <= now]
+    # the other saved tensors of this graph that were written in place: backward would stop at each
+    # next, once the first is fixed (an FPN's two `+=` loops)
+    if f.root is not None and f.root.grad_fn is not None:
+        from .walk import raw_saved_tensor, saved_slots
+
+        stale: dict = {}              # storage -> the lowest version a node saved it at
+        for fn in _nodes(f.root.grad_fn):
+            for slot, how, value in saved_slots(fn, functions=False):
+                if how == "error" and "inplace" in str(value):
+                    t = raw_saved_tensor(fn, slot)
+                    saved_at = re.search(r"expected version (\d+)", str(value))
+                    if t is not None and t is not target and saved_at:
+                        key = _storage(t)
+                        stale[key] = min(stale.get(key, 1 << 30), int(saved_at.group(1)))
+        stale.pop(storage, None)      # the tensor of the message: its own writes are f.writes
+        mine = {id(w) for w in f.writes}
+        f.other_writes = [w for w in f.rec.writes if not w.optimizer_step and id(w) not in mine
+                          and w.storage in stale and w.before >= stale[w.storage]
+                          and w.calls == (f.failed.index - 1 if f.failed else w.calls)]
+        made = made_at(f.root.grad_fn)
+        built = made[2] if made is not None else 0      # backward calls made before this loss was built
+        f.other_steps = [w for w in f.rec.writes if w.optimizer_step and id(w) not in mine and w.storage in stale
+                         and w.before >= stale[w.storage] and w.calls >= built
+                         and (f.failed is None or w.calls < f.failed.index)]
 
 
 def _squeezed(shape: tuple) -> tuple:
@@ -357,7 +385,6 @@ def detach_snippet(path: str, obj) -> str:
 
 
 def _indent(site: Site) -> str:
-    import linecache
 
     line = linecache.getline(site.file, site.line)
     return line[: len(line) - len(line.lstrip())]
@@ -365,7 +392,6 @@ def _indent(site: Site) -> str:
 
 def _statement_end(site: Site) -> int:
     """The last line of the statement that starts at `site` (a call split over lines)."""
-    import linecache
 
     n, depth = site.line, 0
     while True:
@@ -439,7 +465,6 @@ def _loop_of_losses(f: Facts) -> str | None:
     """For one backward line run in a loop over your losses (`for name in loss_dict:
     loss_dict[name].backward()`, `for loss in outputs: loss.backward()`): their sum, written for
     your container (`sum(loss_dict.values())`, `sum(outputs)`)."""
-    import linecache
 
     code = f.failed.site.code()
     m = re.fullmatch(r"(?P<box>[\w.]+)\[\w+\]\.backward\(\)", code)
@@ -864,6 +889,8 @@ def rule_reused_after_backward(f: Facts) -> Finding | None:
                                f"Detach it once: add `{detach_snippet(p, o)}` after {s.short()}.",
                                "Nothing trains through it; no graph is kept.", edits, kind="recompute-in-step"))
         several = len(groups) > 1
+        if several:
+            opts = _together(opts, list(groups))
         return Finding(
             "computed-once",
             f"{', '.join(f'`{n}`' for n in groups)} {'keep' if several else 'keeps'} a value made in an earlier "
@@ -963,7 +990,6 @@ def _aliases(groups: dict, ns: dict) -> dict:
 def _line_below(made: Site, pattern: str, span: int = 40):
     """The first line at or below `made` (within `span` lines of its file) that matches `pattern`:
     (its Site, the match), or None. Where a value made at `made` is stored a few lines on."""
-    import linecache
 
     for n in range(made.line, made.line + span):
         text = linecache.getline(made.file, n)
@@ -1115,6 +1141,38 @@ def rule_kept_unnamed(f: Facts) -> Finding | None:
         f"A value made at {m[0].short()}, before {f.freer.words()}, is used again by {f.failed.words()}; that first "
         f"call freed its buffers.{where}", evidence=evidence, options=opts, confidence="depends",
         how_to_tell="Which networks should each of the two losses train?")
+
+
+def _together(opts: list, paths: list) -> list:
+    """Several kept values, one option each per intent: detaching one of two caches is half a fix
+    (the other still holds the freed graph). The options of one intent for every value become one,
+    with every edit; an intent some value has no option for stays per value."""
+    out, done = [], set()
+    for o in opts:
+        tail = next((t for t in (" should be trained by every step's loss", " is fixed data that should not be trained")
+                     if o.condition.endswith(t)), None)
+        if tail is None:
+            out.append(o)
+            continue
+        same = [x for x in opts if x.condition.endswith(tail)]
+        if len(same) < 2:
+            out.append(o)
+            continue
+        if tail in done:
+            continue
+        done.add(tail)
+        named = " and ".join(f"`{p}`" for p in paths)
+        verb = " should be trained by every step's loss" if "trained by" in tail else " are fixed data that should not be trained"
+        steps = [x.fix.split(": ", 1)[1].rstrip(".") for x in same if ": " in x.fix]
+        if len(steps) == len(same):      # 'Keep it detached: write `...` at file:39.' for each
+            lead = "Keep each detached: " if "fixed data" in tail else "Compute each again in every step: "
+            fix = lead + "; ".join(steps) + "."
+        else:
+            fix = (f"Have each computed again in every step (for a cache, clear {named} before each step's "
+                   "forward), so that each step builds its own graph for them.")
+        edits = tuple(e for x in same for e in x.edits) if all(x.edits for x in same) else ()
+        out.append(Option(f"if {named}{verb}", fix, same[0].consequence, edits, kind=same[0].kind))
+    return out
 
 
 def _reach(starts, cut_node=None, cut_line: Site | None = None, limit: int = 40_000) -> set:
@@ -1295,7 +1353,6 @@ def _rebuild_from_detached(f: Facts) -> Option | None:
 def _first_line_naming(made: Site, name: str, until: Site) -> Site | None:
     """The first line after `made` and before `until` that names `name` and is indented deeper than
     `made` (inside the loop that follows it): where a copy of `made` recomputes it each step."""
-    import linecache
 
     if not re.fullmatch(r"\w+", name) or made.file != until.file:
         return None
@@ -1392,15 +1449,24 @@ def rule_inplace_recorded(f: Facts) -> Finding | None:
     names = _names_of(f, w)
     name_words = (" (" + ", ".join(f"`{n}`" for n in names) + ")") if names else ""
     if w.optimizer_step:
-        move, step_site, below = (), w.site, f.failed.site if f.failed is not None else None
+        move, step_site, below, lines_moved = (), w.site, f.failed.site if f.failed is not None else None, []
         block, below = _block_move_outer((w.site, *w.outer), f.failed)
         if block is not None:       # the step's statement in the failing call's block (a wrapper's caller)
             import linecache
 
-            step_site, a, b = block
-            text = tuple(linecache.getline(step_site.file, n).rstrip("\n") for n in range(a, b + 1))
-            move = (*(Edit(step_site.file, n, ()) for n in range(a, b + 1)),
-                    Edit(step_site.file, _statement_end(below) + 1, text, insert=True))
+            step_site = block[0]
+            # every step that wrote a tensor this graph saved moves, in its order (SAC: both critics)
+            blocks = {block[1]: block}
+            for other in f.other_steps:
+                more, at = _block_move_outer((other.site, *other.outer), f.failed)
+                if more is not None and at == below:
+                    blocks.setdefault(more[1], more)
+            moved = []
+            for _, (_s, a, b) in sorted(blocks.items()):
+                moved += [linecache.getline(step_site.file, n).rstrip("\n") for n in range(a, b + 1)]
+            move = (*(Edit(step_site.file, n, ()) for _, (_s, a, b) in sorted(blocks.items()) for n in range(a, b + 1)),
+                    Edit(step_site.file, _statement_end(below) + 1, tuple(moved), insert=True))
+            lines_moved = sorted(blocks)
         w = _with_site(w, step_site)
         apart = _detach_from_changed(f, w)
         return Finding(
@@ -1411,7 +1477,11 @@ def rule_inplace_recorded(f: Facts) -> Finding | None:
                       f"{f.versions[0] if f.versions else w.before}."],
             options=[*([apart] if apart else []),
                      Option("if both gradients should be computed with the weights before the step",
-                            f"Call every backward() before `{w.site.code()}`: move it from {w.site.short()} to after "
+                            (f"Call every backward() before `{w.site.code()}`: move it from {w.site.short()} to after "
+                             if len(lines_moved) < 2 else
+                             "Call every backward() before the steps that changed what it saved: move "
+                             + " and ".join(f"`{Site(w.site.file, n, w.site.function).code()}` (line {n})"
+                                            for n in lines_moved) + " to after ")
                             + (f"`{below.code()}` at {below.short()}" if below is not None and below != f.failed.site
                                else f"{f.failed.site.short()}" if f.failed else "the last backward") + ".",
                             "The step then applies both gradients at once.", move, kind="backward-before-step")
@@ -1433,7 +1503,8 @@ def rule_inplace_recorded(f: Facts) -> Finding | None:
     through_detach = t is not None and not t.requires_grad and any(
         u.requires_grad and _storage(u) == w.storage for _, u in f.named)
     edits, said = [], []
-    for site in dict.fromkeys(x.site for x in f.writes if not x.optimizer_step):
+    sites = dict.fromkeys(x.site for x in [*f.writes, *f.other_writes] if not x.optimizer_step)
+    for site in sites:
         text = site.code()
         new = _out_of_place_line(text) if w.inner is None else re.sub(r"inplace\s*=\s*True", "inplace=False", text)
         if new == text:
@@ -1456,7 +1527,7 @@ def rule_inplace_recorded(f: Facts) -> Finding | None:
     if said:
         opts.append(Option("", "Write out of place, or into a copy: " + "; ".join(said) + ".",
                            "The saved tensor keeps its value; a new tensor holds the result (a little more memory).",
-                           tuple(edits) if len(said) == len(dict.fromkeys(x.site for x in f.writes)) else (),
+                           tuple(edits) if len(said) == len(sites) else (),
                            kind=kind))
     elif _in_forward(f, w.site):     # the write is an op of this loss's forward: it cannot move after the backward
         target = f"`{names[0]}.clone()`" if names else "a copy (`.clone()`) of the tensor"
@@ -1482,7 +1553,11 @@ def rule_inplace_recorded(f: Facts) -> Finding | None:
         f"saved (version {w.before} -> {w.after}); backward needs it as it was.",
         evidence=[f"The write was recorded at {w.site}: the tensor's version went from {w.before} to {w.after}."]
         + ([f"Also recorded: {len(f.writes) - 1} more write(s) to it, at "
-            + ", ".join(x.site.short() for x in f.writes[:-1]) + "."] if len(f.writes) > 1 else []),
+            + ", ".join(x.site.short() for x in f.writes[:-1]) + "."] if len(f.writes) > 1 else [])
+        + (["Other tensors this graph saved were written in place too, at "
+            + ", ".join(dict.fromkeys(x.site.short() + (" (the same line, another pass)" if x.site == w.site else "")
+                                      for x in f.other_writes))
+            + ": backward would stop at each of them next."] if f.other_writes else []),
         options=opts, confidence="certain", culprit=names[0] if names else None, culprits=names)
 
 
@@ -1503,7 +1578,6 @@ def _inplace_maker(site: Site):
     where it is made, that statement's Site). Found with `ast` in the same file: the one assignment to
     a name the line calls whose source says `inplace=True`."""
     import ast
-    import linecache
 
     called = set(re.findall(r"(?:self\.)?([A-Za-z_]\w*)(?:\[[^\]]*\])?\s*\(", site.code()))
     lines = linecache.getlines(site.file)
@@ -1538,7 +1612,6 @@ def _block_move(write_sites, before: Site) -> tuple[Site, int, int] | None:
     """The statement that makes the write (the write's line, or a line of yours that called it), in the
     same block as `before` and above it: (its first line's Site, first line, last line)."""
     import ast
-    import linecache
 
     lines = linecache.getlines(before.file)
     if not lines:
@@ -1586,7 +1659,6 @@ def _block_move_outer(write_sites, failed) -> tuple:
 
 def _with_site(w, site: Site):
     """A copy of the write `w` named at `site` (the user's statement that made the step)."""
-    import dataclasses
 
     return w if site == w.site else dataclasses.replace(w, site=site)
 
@@ -1707,10 +1779,10 @@ def _remake_after_step(f: Facts, w) -> Option:
     steps and read by each step's loss), that line repeated above the use, as an edit."""
     said = Option("if the later loss should use the updated weights",
                   f"Compute that loss's forward again after {w.site.short()}.",
-                  "It runs through a new graph, made with the updated weights.", kind="backward-before-step")
+                  "It runs through a new graph, made with the updated weights.", kind="recompute-in-step")
     t = w.tensor() if w.tensor is not None else None
-    if f.root is None or f.root.grad_fn is None or t is None:
-        return said
+    if f.root is None or f.root.grad_fn is None or t is None or not _runs_later_in_loop(w.site, f.failed):
+        return said          # the loss was built before the step in the same pass: one line above its use is no fix
     nodes = _nodes(f.root.grad_fn, 20_000)
     acc = next((fn for fn in nodes if is_leaf_node(fn) and getattr(fn, "variable", None) is t), None)
     if acc is None:
@@ -1736,7 +1808,7 @@ def _remake_after_step(f: Facts, w) -> Option:
                       f"`{maker.code()}` above {use[0].short()} (it was made at {maker.short()}, before the step).",
                       "The loss then runs through a new graph, made with the updated weights.",
                       (Edit(use[0].file, use[0].line, (_indent(use[0]) + maker.code(),), insert=True),),
-                      kind="backward-before-step")
+                      kind="recompute-in-step")
     return said
 
 
