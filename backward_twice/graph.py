@@ -162,19 +162,11 @@ class ComparePicture(Picture):
             self._pair_dots()[1] = value
 
     def _cut_pairs(self, marks):
-        """When the pair does not fit at notebook width: the pair drawn with fewer nodes (both halves
-        cut alike: picture.cap.cut, stacked), down to a quarter; then the after view's pictures (the
-        changes marked on 'after'; the text keeps both)."""
-        from .picture import cap
-        b, a = self.before, self.after
+        """When the pair does not fit at notebook width: the pair with its repeated blocks folded; then
+        the after view (every node of 'after', the changes marked: a core path shows 'after' when the
+        pair does not fit, notebook conventions) and its simpler pictures (its changed region, one box
+        per module call, then fewer nodes). The text keeps both."""
         yield from self._folded_pairs(marks)
-        for n in list(render.caps(max(len(b.ops) + b.leaf_count, len(a.ops) + a.leaf_count)))[:2]:
-            cb, ca = cap.cut(b, n), cap.cut(a, n)
-            titles = (render.short_cut_title(self.titles[0], n), render.short_cut_title(self.titles[1], n))
-            plain = render.stacked_dots(cb, ca, titles, marks)
-            # too big whatever its boxes' sizes (Picture skips it): no layout to measure them
-            yield plain if cannot_fit("\n".join(plain)) else render.stacked_dots(
-                cb, ca, titles, marks, sizes=render.pair_sizes(cb, ca, titles, marks))
         view = self.after_view(note="the pair does not fit at notebook width: 'after' only")
         yield view.dot
         yield from view.simpler()
