@@ -1530,7 +1530,9 @@ class _Evidence:
                    f"under `torch.no_grad()`).")
             pattern = "derived before the loop"
         d._decide("recompute-in-step", first, fix, pattern, certain,
-                  [("retain-or-sum", first, f"or `{first}` was made earlier in this step and an earlier "
+                  [("detach-carried", first, f"or `{first}` is fixed data that no loss should train through: keep "
+                    "it detached where it is made (`.detach()`, or made under `torch.no_grad()`)"),
+                   ("retain-or-sum", first, f"or `{first}` was made earlier in this step and an earlier "
                     "backward of this step freed it (then one backward on the sum, or retain_graph=True on that one)"),
                    ("detach-input", first, "or a loss of this step should not train what made it (a GAN's D step)")])
         if not certain:

@@ -228,6 +228,9 @@ def _second_time(f: Facts) -> None:
                             and f.freer.index <= w.calls < f.failed.index]
         leaves = {id(fn.variable) for fn in nodes if is_leaf_node(fn)}
         f.stepped = [p for s in f.steps_between for r in s.params if (p := r()) is not None and id(p) in leaves]
+    if f.failed is not None and f.failed.site == f.freer.site and not _same_call(f):
+        # one helper's backward line, called from two lines of yours: say which call is which
+        f.freer, f.failed = _FromLine(f.freer), _FromLine(f.failed)
 
 
 def _key(m) -> tuple:
@@ -248,6 +251,31 @@ def _reaches_any(fn, targets: set, limit: int = 5_000, avoid: set = frozenset())
         seen.add(n)
         todo.extend(x for x, _ in n.next_functions)
     return False
+
+
+def _fed_back(f: Facts, site: Site | None) -> list:
+    """The names a line both assigns and passes to the call it assigns from, which hold tensors with a
+    graph: `logits, mems, states = model(seg, mems, states)` gives mems and states. Each is carried
+    into the next call as the other is; the error names the first one backward reached."""
+    import ast
+
+    if site is None:
+        return []
+    try:
+        node = ast.parse(site.code().strip()).body[0]
+    except (SyntaxError, IndexError):
+        return []
+    if not isinstance(node, ast.Assign) or not isinstance(node.value, ast.Call):
+        return []
+    targets = {t.id for tg in node.targets for t in ast.walk(tg) if isinstance(t, ast.Name)}
+    passed = {a.id for a in [*node.value.args, *(k.value for k in node.value.keywords)] if isinstance(a, ast.Name)}
+    out = []
+    for name in sorted(targets & passed):
+        obj = _resolve(f.ns, name)
+        items = obj.values() if isinstance(obj, dict) else obj if isinstance(obj, (list, tuple)) else [obj]
+        if any(isinstance(t, torch.Tensor) and t.grad_fn is not None for t in items):
+            out.append(name)
+    return out
 
 
 def _assigned_at(path: str, m) -> Site | None:
@@ -488,6 +516,61 @@ def _loop_of_losses(f: Facts) -> str | None:
     return None
 
 
+class _FromLine:
+    """A recorded backward call named with the line of yours that called it (a helper's one backward
+    line run by two calls); everything else is the call's."""
+
+    def __init__(self, call):
+        self._call = call
+
+    def __getattr__(self, name):
+        return getattr(self._call, name)
+
+    def words(self) -> str:
+        outer = self._call.outer[0] if self._call.outer else None
+        return self._call.words() + (f", called from {outer.short()} `{outer.code()}`" if outer else "")
+
+
+def _same_call(f: Facts) -> bool:
+    """Whether the call that failed is the call that freed, run again (a loop): the same line, called
+    from the same line of yours. A helper that calls backward (`opt.backward(loss)`, `update(opt,
+    loss)`) called from two lines is two calls."""
+    if f.failed is None or f.freer is None or f.failed.site != f.freer.site:
+        return False
+    return getattr(f.failed, "outer", ())[:1] == getattr(f.freer, "outer", ())[:1]
+
+
+def _helper_sum(f: Facts):
+    """For one helper's backward line called from two lines of yours (`opt.backward(loss1)`, then
+    `opt.backward(loss2)`): (the second call with the sum of both losses, the edits that write it and
+    remove the first), when each of your lines names its loss once."""
+    if f.failed is None or not isinstance(f.failed, _FromLine) or not f.failed.outer or not f.freer.outer:
+        return None
+    a_line, b_line = f.freer.outer[0], f.failed.outer[0]
+    if a_line.file != b_line.file or _statement_end(a_line) != a_line.line or _statement_end(b_line) != b_line.line:
+        return None
+
+    def loss_in(call, line):       # the one argument of your line that is a tensor with a graph
+        import ast
+        try:
+            node = ast.parse(line.code().strip()).body[0]
+        except (SyntaxError, IndexError):
+            return None
+        value = node.value if isinstance(node, (ast.Expr, ast.Assign)) else None
+        if not isinstance(value, ast.Call):
+            return None
+        names = [a.id for a in [*value.args, *(k.value for k in value.keywords)] if isinstance(a, ast.Name)]
+        losses = [n for n in names if isinstance(t := _resolve(f.ns, n), torch.Tensor) and t.grad_fn is not None]
+        ok = len(losses) == 1 and len(re.findall(rf"(?<![\w.]){losses[0]}(?!\w)", line.code())) == 1
+        return losses[0] if ok else None
+
+    a, b = loss_in(f.freer, a_line), loss_in(f.failed, b_line)
+    if a is None or b is None or a == b:
+        return None
+    new = re.sub(rf"(?<![\w.]){b}(?!\w)", f"{b} + {a}", b_line.code(), count=1)
+    return new, (Edit(a_line.file, a_line.line, ()), Edit(b_line.file, b_line.line, (_indent(b_line) + new,)))
+
+
 def _sum_option(f: Facts) -> Option:
     """One backward of the sum; with its edit when both calls are plain `<loss>.backward()` lines on
     different lines, and no optimizer step runs between them."""
@@ -495,9 +578,16 @@ def _sum_option(f: Facts) -> Option:
     edits, example = (), "`(loss_a + loss_b).backward()`"
     if a and b:
         example = f"`({a} + {b}).backward()`"
-    looped = _loop_of_losses(f) if f.failed is not None and f.freer.site == f.failed.site else None
+    looped = _loop_of_losses(f) if f.failed is not None and _same_call(f) else None
     if looped:
         example = f"`{looped}.backward()`"
+    twin = _helper_sum(f)
+    if twin is not None:        # one helper called for each loss: call it once, on their sum
+        text, edits = twin
+        return Option("" if not f.carriers else "if both losses should train the part they share",
+                      f"Call the helper once, on the sum of the losses: write `{text}` in place of both calls.",
+                      "This gives the same gradients as the two calls, in one pass through the shared part, "
+                      "and frees the buffers once.", edits, kind="retain-or-sum")
     if a and b and not f.steps_between and f.freer.site.file == f.failed.site.file and f.freer.site != f.failed.site:
         edits = (Edit(f.freer.site.file, f.freer.site.line, ()),
                  Edit(f.failed.site.file, f.failed.site.line, (_indent(f.failed.site) + example.strip("`"),)))
@@ -579,7 +669,7 @@ def rule_running_total(f: Facts) -> Finding | None:
         return None
     root_names = [p for p, t in f.named if t is f.root]
     m = made_at(f.root.grad_fn)
-    if not root_names or m is None or m[0] is None or f.failed.site != f.freer.site or m[0] not in f.boundary_sites:
+    if not root_names or m is None or m[0] is None or not _same_call(f) or m[0] not in f.boundary_sites:
         return None
     name = root_names[0]
     text = m[0].code()
@@ -799,7 +889,7 @@ def rule_reused_after_backward(f: Facts) -> Finding | None:
     the last step) is used by a loss built after it."""
     if f.error != "second time" or f.failed is None or f.freer is None or not f.carriers:
         return None
-    same_line = f.failed.site == f.freer.site
+    same_line = _same_call(f)
     names = [c[0] for c in f.carriers]
     groups = {}
     for path, _t, site, step in f.carriers:
@@ -817,6 +907,15 @@ def rule_reused_after_backward(f: Facts) -> Finding | None:
         if remade:
             for a in _aliases(groups, f.ns):      # `h`, `inp` are `state[1]`'s: detach the kept state once
                 groups.pop(a)
+            for p in list(groups):    # `out, mems, states = model(x, mems, states)`: every value fed back
+                t = next((t for c, t, _s, _st in f.carriers if container_of(f.ns, c)[0] == p), None)
+                m = made_at(t.grad_fn) if t is not None and t.grad_fn is not None else None
+                for site in ((m[0], *(m[3] if len(m) > 3 else ())) if m else ()):
+                    others = [o for o in _fed_back(f, site) if o not in groups]
+                    for other in others:          # named at the line that assigns and passes it
+                        groups[other] = (_resolve(f.ns, other), site, groups[p][2])
+                    if others:
+                        break
             carried_words = "; ".join(f"`{p}` (made at {s.short() if s else 'a line not recorded'}"
                                       f"{'' if st is None else f', in optimizer step {st}'})"
                                       for p, (o, s, st) in groups.items())
@@ -881,13 +980,13 @@ def rule_reused_after_backward(f: Facts) -> Finding | None:
                 opts.append(Option(f"if `{p}` is fixed data that should not be trained",
                                    f"Keep it detached: write `{new}` at {site_s.short()}.",
                                    "Nothing trains through what is kept; no graph is kept with it.",
-                                   (Edit(site_s.file, site_s.line, (_indent(site_s) + new,)),), kind="recompute-in-step"))
+                                   (Edit(site_s.file, site_s.line, (_indent(site_s) + new,)),), kind="detach-carried"))
                 continue
             edits = ((Edit(s.file, _statement_end(s) + 1, (_indent(s) + detach_snippet(p, o),), insert=True),)
                      if re.fullmatch(r"\w+", p) else ())
             opts.append(Option(f"if `{p}` is fixed data that should not be trained",
                                f"Detach it once: add `{detach_snippet(p, o)}` after {s.short()}.",
-                               "Nothing trains through it; no graph is kept.", edits, kind="recompute-in-step"))
+                               "Nothing trains through it; no graph is kept.", edits, kind="detach-carried"))
         several = len(groups) > 1
         if several:
             opts = _together(opts, list(groups))
@@ -1056,7 +1155,7 @@ def _cache_entry(f: Facts, path: str, made: Site) -> list | None:
         opts.append(Option(f"if `{path}` is fixed data that should not be trained",
                            f"Store it detached: add `{snippet}` after {store[0].short()}.",
                            "Nothing trains through the kept entry; no graph is kept with it.",
-                           (_insert_after(store[0], snippet),), kind="recompute-in-step"))
+                           (_insert_after(store[0], snippet),), kind="detach-carried"))
     return opts
 
 
@@ -1089,7 +1188,7 @@ def rule_kept_unnamed(f: Facts) -> Finding | None:
              "object).")
     evidence = [f"Made by {fn.name()}: {chain}, in optimizer step {m[1]}.", f"{f.freer.words()} freed its buffers."]
     remade = fn in f.remade_kept
-    same_line = f.failed.site == f.freer.site
+    same_line = _same_call(f)
     if same_line and remade:
         return Finding(
             "carried-across-steps",
@@ -1118,7 +1217,7 @@ def rule_kept_unnamed(f: Facts) -> Finding | None:
                                f"Keep it detached: write `{new}` at {store[0].short()}.",
                                "Nothing trains through it; no graph is kept.",
                                (Edit(store[0].file, store[0].line, (_indent(store[0]) + new,)),),
-                               kind="recompute-in-step"))
+                               kind="detach-carried"))
         return Finding(
             "computed-once",
             f"A value made at {m[0].short()} in optimizer step {m[1]} was kept, and the loss of optimizer step "
@@ -1414,16 +1513,20 @@ def _augmented(m: re.Match) -> str:
 _OUT_OF_PLACE = [(re.compile(r"^(?P<lhs>[A-Za-z_][\w.]*(?:\[[^\]=]*\])*)\s*(?P<op>\*\*|//|[+\-*/@])=(?!=)\s*(?P<rhs>.+)$"),
                   _augmented),
                  (re.compile(r"inplace\s*=\s*True"), "inplace=False"),
-                 (re.compile(r"\.(?P<m>relu|sigmoid|tanh|clamp|add|sub|mul|div|exp|masked_fill|fill|"
-                             r"clamp_min|clamp_max|abs|neg|pow|sqrt|copy|zero|normal|uniform)_\("),
-                  r".\g<m>(")]
+                 (re.compile(r"\.(?P<m>relu|sigmoid|tanh|clamp|add|sub|mul|div|exp|masked_fill|"
+                             r"clamp_min|clamp_max|abs|neg|pow|sqrt)_\("),
+                  r".\g<m>("),
+                 # an in-place method without an out-of-place twin (copy_, fill_, zero_, normal_,
+                 # index_add_...): the same method on a copy (`x = x.clone().copy_(y)`)
+                 (re.compile(r"^(?P<obj>[A-Za-z_][\w.]*(?:\[[^\]=]*\])*)\.(?P<m>[a-z]\w*_)\((?P<args>.*)$"),
+                  r"\g<obj>.clone().\g<m>(\g<args>")]
 
 
 def _out_of_place_line(text: str) -> str | None:
     for pat, rep in _OUT_OF_PLACE:
         new = pat.sub(rep, text, count=1)
         if new != text:
-            if pat.pattern.startswith(r"\.(") and not re.match(r"\s*[\w.\[\]]+\s*=", text):
+            if (pat.pattern.startswith(r"\.(") or ".clone()." in new) and not re.match(r"\s*[\w.\[\]]+\s*=[^=]", text):
                 m = re.match(r"\s*(?P<obj>[\w.\[\]]+)\.\w+_\(", text)
                 if m:
                     new = f"{m.group('obj')} = {new}"
@@ -1688,6 +1791,24 @@ def _persistent_write(f: Facts, w, t) -> Finding | None:
                                      for x in (m[0], *(m[3] if len(m) > 3 else ()))):
                 moved = None
                 break
+    if moved is None and _in_forward(f, w.site):
+        # the write is part of this loss's forward (nn.Embedding(max_norm=...) renormalising the rows it
+        # looks up): it cannot move after the backward; the graph's read gets a copy
+        read = _graph_read_of(f, names)
+        opts = [Option("", "Give the graph a copy where the forward reads the tensor before the write"
+                           + (f": write `{read[0]}` at {read[1].short()}" if read else " (`.clone()`)")
+                           + f". The write at {w.site.short()} is part of the forward this loss is computed "
+                           "from, so it cannot run after the backward.",
+                       "The write changes the tensor and not what the graph saved; the copy costs the tensor's "
+                       "size until the backward has run.", (read[2],) if read else (), kind="out-of-place")]
+        return Finding(
+            "inplace-write",
+            f"`{w.op}` at {w.site.short()} wrote in place into a tensor that lasts beyond this step{name_words} after "
+            f"the forward had saved it and before {f.failed.words()} (version {w.before} -> {w.after}); backward "
+            "needs it as it was.",
+            evidence=[f"The write was recorded at {w.site}: the tensor's version went from {w.before} to {w.after}.",
+                      "The write is made by a call of this loss's forward (a node of its graph was made there)."],
+            options=opts, confidence="certain", culprit=names[0] if names else None, culprits=names)
     edits, where = (), f"`{w.site.code()}` at {w.site.short()}"
     if moved is not None:
         first, a, b = moved
@@ -1719,6 +1840,32 @@ def _persistent_write(f: Facts, w, t) -> Finding | None:
                        "changes the tensor and not what the graph saved.",
                    "The copy costs the tensor's size until the backward has run.", kind="no-data-write")]),
         confidence="certain", culprit=names[0] if names else None, culprits=names)
+
+
+def _graph_read_of(f: Facts, names: list):
+    """(the line with `.clone()` after the tensor's name, its Site, the Edit) for the node of the failing
+    graph that saved the written tensor, when its line of yours names it once; else None."""
+    if f.root is None or f.root.grad_fn is None or not names:
+        return None
+    from .walk import raw_saved_tensor, saved_slots
+
+    for fn in _nodes(f.root.grad_fn, 20_000):
+        for slot, how, value in saved_slots(fn, functions=False):
+            if how != "error" or "inplace" not in str(value):
+                continue
+            t = raw_saved_tensor(fn, slot)
+            if t is None or (f.written is not None and _storage(t) != _storage(f.written)):
+                continue
+            m = made_at(fn)
+            for site in ((m[0], *(m[3] if len(m) > 3 else ())) if m else ()):
+                if site is None:
+                    continue
+                for name in names:
+                    pat = rf"(?<![\w.]){re.escape(name)}(?![\w(\[])(?!\.clone)"
+                    if len(re.findall(pat, site.code())) == 1:
+                        new = re.sub(pat, f"{name}.clone()", site.code(), count=1)
+                        return new, site, Edit(site.file, site.line, (_indent(site) + new,))
+    return None
 
 
 def _detach_from_changed(f: Facts, w) -> Option | None:
@@ -1753,14 +1900,18 @@ def _detach_from_changed(f: Facts, w) -> Option | None:
             kept = len({id(x.variable) for x in _reach([f.root.grad_fn], fn, m[0]) if is_leaf_node(x)})
             found.append((kept, -fn._sequence_nr(), path, m[0], got))
     if not found:
+        found = _unnamed_cuts(f, nodes, acc)
+    if not found:
         return None
     # the cut that leaves this loss the most to train: nearest the changed weight (`decoded` where the
     # discriminator reads it, not the discriminator's output `disc_fake`)
     _, _, path, site, got = max(found)
     names = _names_of(f, w)
+    where = (f"Keep `{path}` detached where it is stored: write `{got[0]}` at {site.short()}."
+             if "." in path else f"Detach `{path}` where this loss uses it: write `{got[0]}` at {site.short()}.")
     return Option(f"if this loss should not train {'`' + names[0] + '`' if names else 'the weights the step changed'}"
                   f" (nor what computes `{path}`)",
-                  f"Detach `{path}` where this loss uses it: write `{got[0]}` at {site.short()}.",
+                  where,
                   f"This loss's gradient stops at `{path}`, so it no longer needs the weights the step changed; "
                   "it still trains what it computes from there.", (got[1],), kind="detach-at-use")
 
@@ -1810,6 +1961,56 @@ def _remake_after_step(f: Facts, w) -> Option:
                       (Edit(use[0].file, use[0].line, (_indent(use[0]) + maker.code(),), insert=True),),
                       kind="recompute-in-step")
     return said
+
+
+def _unnamed_cuts(f: Facts, nodes: list, acc) -> list:
+    """Cuts through values no name holds any more (`state = features(next_obs)` kept from the step
+    before, then rebound): a node made before the step and used by a node made after it, named by the
+    line that assigned it and detached at the line of yours that uses it."""
+    step = f.failed.step if f.failed is not None else None
+    # the nodes made before the step that take the changed weight: what backward cannot run any more
+    # (a fresh path to the weight, made after the step, is fine: it saved the weight as it is now)
+    stale = {x for x in nodes if (m := made_at(x)) is not None and step is not None and m[1] < step
+             and any(y is acc for y, _ in x.next_functions)}
+    if not stale:
+        return []
+    found, tried = [], 0
+    for c in nodes:
+        mc = made_at(c)
+        if mc is None or mc[1] != step:
+            continue
+        for n, _ in c.next_functions:
+            mn = made_at(n) if n is not None else None
+            if mn is None or mn[1] >= step or is_leaf_node(n):
+                continue
+            tried += 1
+            if tried > 40:
+                return found
+            maker = next(((x, m.group(1)) for x in (mn[0], *(mn[3] if len(mn) > 3 else ())) if x is not None
+                          and (m := re.match(r"\s*([A-Za-z_][\w.]*)\s*=[^=]", x.code()))), None)
+            name = maker[1] if maker else None
+            if name is not None and "." in name:     # kept on an object (`self.mask_e = ...` in __init__)
+                if not _reaches_any(n, stale) or _reaches_any(f.root.grad_fn, stale, avoid={n}):
+                    continue
+                rhs = maker[0].code().split("=", 1)[1].strip()
+                new = f"{name} = " + (f"{rhs}.detach()" if re.fullmatch(r"[\w.]+(\(.*\))?", rhs) else f"({rhs}).detach()")
+                kept = len({id(x.variable) for x in _reach([f.root.grad_fn], n, maker[0]) if is_leaf_node(x)})
+                found.append((kept, -n._sequence_nr(), name, maker[0],
+                              (new, Edit(maker[0].file, maker[0].line, (_indent(maker[0]) + new,)))))
+                continue
+            if name is None or not _reaches_any(n, stale) or _reaches_any(f.root.grad_fn, stale, avoid={n}):
+                continue
+            if not _reaches_leaf([f.root.grad_fn], n):
+                continue
+            uses = [u for u in (mc[0], *(mc[3] if len(mc) > 3 else ())) if u is not None]
+            uses.sort(key=lambda u: u.function != maker[0].function)    # where the name was assigned first
+            for use in uses:
+                got = _detach_at_use(use, name)
+                if got is not None:
+                    kept = len({id(x.variable) for x in _reach([f.root.grad_fn], n, use) if is_leaf_node(x)})
+                    found.append((kept, -n._sequence_nr(), name, use, got))
+                    break
+    return found
 
 
 def _names_of(f: Facts, w) -> list:

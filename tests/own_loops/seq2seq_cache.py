@@ -6,7 +6,7 @@ import torch.nn as nn
 INTENT = "The encoder is a frozen pre-trained feature extractor; the loss trains the decoder and the output layer only."
 GRADS = ["dec.parameters()", "out.parameters()"]
 RULE = "computed-once"
-KIND = "recompute-in-step"
+KIND = "detach-carried"     # the cache kept detached (the fix)
 
 torch.manual_seed(1)
 enc = nn.GRU(8, 16, batch_first=True)

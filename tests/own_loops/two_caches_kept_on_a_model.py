@@ -8,7 +8,7 @@ INTENT = ("The loss trains the scale and the shift of the model; the two cached 
           "bookkeeping computed once from them, which no loss trains through.")
 GRADS = "model.parameters()"
 RULE = "computed-once"
-KIND = "recompute-in-step"
+KIND = "detach-carried"     # the cache kept detached (the fix)
 
 
 class Cached(nn.Module):
