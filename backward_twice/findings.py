@@ -992,9 +992,12 @@ def rule_reused_after_backward(f: Facts) -> Finding | None:
             opts = _together(opts, list(groups))
         return Finding(
             "computed-once",
-            f"{', '.join(f'`{n}`' for n in groups)} {'keep' if several else 'keeps'} a value made in an earlier "
-            f"step: {f.freer.words()} freed its buffers in optimizer step {f.freer.step}, and the loss of "
-            f"optimizer step {f.failed.step} uses it again.",
+            (f"{', '.join(f'`{n}`' for n in groups)} {'keep' if several else 'keeps'} a value made in an earlier "
+             f"step: {f.freer.words()} freed its buffers in optimizer step {f.freer.step}, and the loss of "
+             f"optimizer step {f.failed.step} uses it again." if f.freer.step != f.failed.step else
+             f"{', '.join(f'`{n}`' for n in groups)} {'keep' if several else 'keeps'} a value made before the "
+             f"loop: {f.freer.words()} freed its buffers on an earlier pass, and this pass's loss uses it again "
+             f"(no optimizer step ran in between: both in optimizer step {f.failed.step})."),
             evidence=[f"Kept: {carried_words}; no later step made it again from it."],
             options=opts, confidence="depends", culprit=list(groups)[0], culprits=list(groups),
             how_to_tell="Should each step's loss use the entries earlier steps added?"

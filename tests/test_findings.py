@@ -5,6 +5,7 @@ The held-out programs (tests/diagnosis_corpus/heldout_rec) are scored once, by h
 docs/diagnosis.md, never here."""
 from __future__ import annotations
 
+import pathlib
 import re
 
 import pytest
@@ -255,3 +256,13 @@ def test_an_in_place_line_written_out_of_place_keeps_its_meaning(line, out):
     pick = {"laterals": lambda d: d["laterals"][0], "self": lambda d: d["self"].h[0],
             "feats": lambda d: d["feats"]["a"]}.get(key, lambda d: d[key])
     assert torch.equal(pick(ns), pick(mine)), line
+
+
+def test_a_value_freed_on_an_earlier_pass_of_the_same_step_is_not_called_an_earlier_step():
+    """Micro-batches: both backward calls in optimizer step 0. It said "made in an earlier step ... freed
+    in optimizer step 0, and the loss of optimizer step 0 uses it again"."""
+    path = pathlib.Path(__file__).parent / "own_loops" / "microbatch_shared_positional_code.py"
+    d, _, _ = remedy.diagnose(path)
+    assert d.rule == "computed-once"
+    assert "made before the loop" in d.finding.cause and "no optimizer step ran in between" in d.finding.cause
+    assert "earlier step" not in d.finding.cause
