@@ -91,7 +91,7 @@ def test_dot_is_written_in_one_module_and_never_edited_as_text():
     for p in [*TOOL.rglob("*.py"), *COURSE.rglob("*.py")]:
         if p == writer:
             continue
-        src = p.read_text()
+        src = re.sub(r"ast\.parse\([^\n]*?\)\.body", "ast.parse(...)", p.read_text())   # Python's syntax tree, not DOT
         for pattern in (r"\bdigraph\b\s*\{", r"\.body\b", r"[\"'] -> [\"'] (not )?in\b", r"rfind\(\"\}\"\)", "import graphviz"):
             assert not re.search(pattern, src), f"{p.relative_to(ROOT)} writes or edits DOT ({pattern})"
 
