@@ -253,22 +253,36 @@ def _reaches_any(fn, targets: set, limit: int = 5_000, avoid: set = frozenset())
     return False
 
 
+def _call_of(code: str):
+    """(the statement of one line of code, the call it assigns or evaluates, or None) read with ast."""
+    import ast
+
+    try:
+        node = ast.parse(code.strip()).body[0]
+    except (SyntaxError, IndexError):
+        return None, None
+    value = node.value if isinstance(node, (ast.Expr, ast.Assign)) else None
+    return node, value if isinstance(value, ast.Call) else None
+
+
+def _arg_names(call) -> list:
+    """The plain names passed to a call, positionally or by keyword."""
+    import ast
+
+    return [a.id for a in [*call.args, *(k.value for k in call.keywords)] if isinstance(a, ast.Name)]
+
+
 def _fed_back(f: Facts, site: Site | None) -> list:
     """The names a line both assigns and passes to the call it assigns from, which hold tensors with a
     graph: `logits, mems, states = model(seg, mems, states)` gives mems and states. Each is carried
     into the next call as the other is; the error names the first one backward reached."""
     import ast
 
-    if site is None:
-        return []
-    try:
-        node = ast.parse(site.code().strip()).body[0]
-    except (SyntaxError, IndexError):
-        return []
-    if not isinstance(node, ast.Assign) or not isinstance(node.value, ast.Call):
+    node, call = _call_of(site.code()) if site is not None else (None, None)
+    if not isinstance(node, ast.Assign) or call is None:
         return []
     targets = {t.id for tg in node.targets for t in ast.walk(tg) if isinstance(t, ast.Name)}
-    passed = {a.id for a in [*node.value.args, *(k.value for k in node.value.keywords)] if isinstance(a, ast.Name)}
+    passed = set(_arg_names(call))
     out = []
     for name in sorted(targets & passed):
         obj = _resolve(f.ns, name)
@@ -551,15 +565,10 @@ def _helper_sum(f: Facts):
         return None
 
     def loss_in(call, line):       # the one argument of your line that is a tensor with a graph
-        import ast
-        try:
-            node = ast.parse(line.code().strip()).body[0]
-        except (SyntaxError, IndexError):
+        _node, value = _call_of(line.code())
+        if value is None:
             return None
-        value = node.value if isinstance(node, (ast.Expr, ast.Assign)) else None
-        if not isinstance(value, ast.Call):
-            return None
-        names = [a.id for a in [*value.args, *(k.value for k in value.keywords)] if isinstance(a, ast.Name)]
+        names = _arg_names(value)
         losses = [n for n in names if isinstance(t := _resolve(f.ns, n), torch.Tensor) and t.grad_fn is not None]
         ok = len(losses) == 1 and len(re.findall(rf"(?<![\w.]){losses[0]}(?!\w)", line.code())) == 1
         return losses[0] if ok else None
@@ -1887,9 +1896,7 @@ def _detach_from_changed(f: Facts, w) -> Option | None:
     found = []
     # your names for tensors of this graph, the 24 made last (each is a few bounded walks: a namespace
     # of thousands of tensors must not hold up the answer)
-    named = sorted(((p, u) for p, u in f.named if u.grad_fn is not None and u.grad_fn in inside and u is not f.root
-                    and not _is_param_like(u) and re.fullmatch(r"\w+", p)),
-                   key=lambda pu: -pu[1].grad_fn._sequence_nr())[:24]
+    named = _named_in(f, inside)
     for path, u in named:
         fn = u.grad_fn
         if not _reaches_any(fn, {acc}) or _reaches_any(f.root.grad_fn, {acc}, avoid={fn}):
@@ -1942,9 +1949,7 @@ def _remake_after_step(f: Facts, w) -> Option:
     if acc is None:
         return said
     inside = set(nodes)
-    named = sorted(((p, u) for p, u in f.named if u.grad_fn is not None and u.grad_fn in inside and u is not f.root
-                    and not _is_param_like(u) and re.fullmatch(r"\w+", p)),
-                   key=lambda pu: -pu[1].grad_fn._sequence_nr())[:24]
+    named = _named_in(f, inside)
     for path, u in named:
         made = made_at(u.grad_fn)
         if made is None or made[0] is None or made[1] > w.step or not _reaches_any(u.grad_fn, {acc}):
@@ -2014,6 +2019,14 @@ def _unnamed_cuts(f: Facts, nodes: list, acc) -> list:
                     found.append((kept, -n._sequence_nr(), name, use, got))
                     break
     return found
+
+
+def _named_in(f: Facts, inside: set) -> list:
+    """Your plain names for tensors of this graph (not the loss, not parameters), the 24 made last:
+    each candidate costs a few bounded walks, so a namespace of thousands must not hold up the answer."""
+    return sorted(((p, u) for p, u in f.named if u.grad_fn is not None and u.grad_fn in inside and u is not f.root
+                   and not _is_param_like(u) and re.fullmatch(r"\w+", p)),
+                  key=lambda pu: -pu[1].grad_fn._sequence_nr())[:24]
 
 
 def _names_of(f: Facts, w) -> list:
