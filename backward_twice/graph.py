@@ -531,6 +531,9 @@ def trace_ids(trace: BackwardTrace, snap: Snapshot) -> dict:
     return ids
 
 
+MODULE_SIZES_READ = 5_000    # nodes whose saved tensors watch reads before backward, on a recorded model only
+
+
 class Watch:
     """Result of `watch(...)`: displays the before/after pair once the block ends, the nodes
     the block's backward call(s) ran marked with their order (recorded with node hooks)."""
@@ -540,6 +543,11 @@ class Watch:
         self.options = draw_options(roots, focus, max_nodes, hide_params)
         self.label = label
         self.before, drawn = snapshot_with_ids(*roots, names=names, options=self.options)
+        if self.before.truncated and self._by_module_recording() is not None:
+            # the after view may draw one box per module call (by_module): what backward frees past the
+            # max_nodes drawn (sizes, who else holds each buffer) is read now, while it is held: one walk
+            # of MODULE_SIZES_READ nodes, each node keeping its own record (walk._read_saved)
+            snapshot(*roots, names=names, options=dataclasses.replace(self.options, max_nodes=MODULE_SIZES_READ))
         self.after = None
         self.raised = None
         try:       # the drawn nodes hooked; the engine's plan read for the others (BackwardTrace)
@@ -564,11 +572,17 @@ class Watch:
         self.picture = ComparePicture(self.before, self.after, (before, after), ran=ran, ran_text=text)
         if drill is not None:
             self.picture.text = with_focus_next(self.picture._text, drill)
-        rec = recording_covering(self.roots) if self.focus is None else None if within is None else within.rec
-        if rec is not None and len(rec.calls) > 1:   # a model with parts: after views may draw a box per call
+        rec = self._by_module_recording()
+        if rec is not None:   # a model with parts: after views may draw a box per call
             roots, names, options = self.roots, self.names, self.options   # (a module focused on: its calls)
             self.picture.by_module = lambda title: grouped_picture(roots, names=names, title=title, modules=rec,
                                                                    focus=options.focus, options=options)
+
+    def _by_module_recording(self):
+        """The module recording whose calls an after view may draw as boxes, or None."""
+        within = self.options.within
+        rec = recording_covering(self.roots) if self.focus is None else None if within is None else within.rec
+        return rec if rec is not None and len(rec.calls) > 1 else None
 
     def after_view(self, spotlight=None, note=None) -> Picture:
         """The 'after' picture with the changes marked, unchanged boxes faded (ComparePicture.after_view)."""

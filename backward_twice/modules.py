@@ -35,7 +35,7 @@ import torch
 from . import render
 from .picture import repeats
 from .picture.alt_text import alt_of
-from .picture.figure import Picture, cannot_fit
+from .picture.figure import FIT_MAX_BOXES, Picture, cannot_fit
 from .picture.layout import fits, reads_at, shown_px, smallest_text_px
 from .picture.palette import CALL_FILL, DETAILS
 from .picture.scene import Cell, Span, Table
@@ -431,9 +431,11 @@ def _subtree(groups, key) -> list:
 def _signature(snap, groups, key):
     """A call's class and its ops (names, and the shapes and dtypes of what they hold): two calls
     fold together only when they are the same block on the same shapes. A freed slot counts by its
-    slot only: its size is known only where an earlier walk saw it (watch's first max_nodes)."""
+    shape where an earlier walk saw it held (watch reads them all before backward on a recorded model),
+    else by its slot only."""
     nodes = _subtree(groups, key)
-    ops = Counter((snap.ops[n].name, tuple((s.slot, s.shape, s.dtype) if s.state is SavedState.HELD else (s.slot,)
+    ops = Counter((snap.ops[n].name, tuple((s.slot, s.shape, s.dtype) if s.state is SavedState.HELD or s.shape
+                                           else (s.slot,)
                                            for s in snap.ops[n].saved))
                   for n in nodes if n in snap.ops)
     return groups[key].call.kind, tuple(sorted(ops.items(), key=repr))
@@ -540,15 +542,21 @@ def grouped_picture(roots, names=None, title=None, max_nodes=300, modules=None, 
     snap, boxes, box_edges, box_parent, runs = collapse(full, groups, max_nodes)
     if len(snap.ops) + len(snap.tensors) > max_nodes:   # still too big: no block of a run open
         snap, boxes, box_edges, box_parent, runs = collapse(full, groups, max_nodes, keep_first=False)
-    if len(snap.ops) + len(snap.tensors) > max_nodes:   # still too big: cut as draw() does
+    walked_full, walked_groups = full, groups      # the overview's boxes: every call walked, whatever max_nodes
+    if len(snap.ops) + len(snap.tensors) > max_nodes:   # still too big op by op: cut as draw() does
         snap, ids = snapshot_with_ids(*roots, names=names, options=dataclasses.replace(walked, max_nodes=max_nodes))
         groups = module_groups(snap, ids, rec, param_names, focus_path)
         full, boxes, box_edges, box_parent, runs = snap, {}, [], {}, []
     del ids
     runs_drawn = Collapsed(snap, boxes, box_edges, box_parent)
-    text = (f"{title}\n" if title else "") + module_table(full, groups, runs) + "\n" + describe(full)
+    text = ((f"{title}\n" if title else "") + module_table(walked_full, walked_groups, runs) + "\n"
+            + describe(full))
     detail = None if expand not in (None, True) else render.to_dot(
         snap, title, grouping=_detail_grouping(full, groups, runs_drawn, param_names))
+    ops_full = full                 # what the op-by-op pictures draw (cut to max_nodes, or not)
+    if walked_full is not full:     # the op-by-op picture was cut: the overview boxes the walked graph
+        full, groups = walked_full, walked_groups
+        runs_drawn = Collapsed(full, {}, [], {})
     owned = {n for g in groups.values() for n in g.nodes}
     outside = sum(1 for n in [*full.ops, *full.tensors] if n not in owned)
     base = Collapsed(full, {}, [], {}) if outside <= max_nodes else runs_drawn    # boxes: small
@@ -573,11 +581,15 @@ def grouped_picture(roots, names=None, title=None, max_nodes=300, modules=None, 
                 pic.fold_notes.append(f"{CALLS_FOLDED}: {', '.join(f'{k[0][0]} ... {k[-1][0]}' for k in done)}")
                 yield overview_dot(full, groups, folded_calls, param_names, title, () if expand is None else expand,
                                    stack=stack, known=known, compact=compact)
-        yield from folded_pictures(full, title, notes=pic.fold_notes)
-        yield from render.simpler_cuts(full, title)
+        yield from folded_pictures(ops_full, title, notes=pic.fold_notes)
+        yield from render.simpler_cuts(ops_full, title)
 
-    # auto: the overview is built only if the op-by-op picture turns out not to read
-    pic = ModulePicture(snap, text, detail, None if expand is True else overview, simpler=simpler,
+    # auto: the overview is built only if the op-by-op picture turns out not to read; a model that
+    # is one call with no call inside it (a GRU written by hand) would be one box with nowhere to
+    # focus next: it says nothing the text does not, and is not drawn
+    boxed = _boxed(groups)[1]
+    one_box = detail is not None and expand is None and len(boxed) < 2 and not any(groups[k].children for k in boxed)
+    pic = ModulePicture(snap, text, detail, None if expand is True or one_box else overview, simpler=simpler,
                         alt=alt_of(full, title))
     pic.drill = next_focus(full, groups, focus_path)
     pic.focused = focus_path is not None
@@ -664,12 +676,7 @@ def overview_dot(full: Snapshot, groups: dict, drawn: Collapsed, param_names: di
     expand = [expand] if isinstance(expand, str) else list(expand)
     snap = drawn.snap
     depth = _depths(groups)
-    # the model called once: the calls inside it are the boxes; parts called one by one
-    # (feats = net.trunk(x); net.cat(feats); ...) or a model called twice: each outermost call
-    outer = [k for k in groups if depth[k] == 0 and groups[k].children]
-    level = 1 if len(outer) == 1 else 0
-    boxed = [k for k in sorted(groups, key=lambda k: groups[k].call.start)
-             if depth[k] == level or (depth[k] == 0 and not groups[k].children)]
+    level, boxed = _boxed(groups, depth)
     paths = {groups[k].call.path for k in boxed}
     # a module of the model that is not one of these boxes (inside one, or past max_nodes) is not
     # opened; a path the model does not have is a mistake
@@ -741,12 +748,23 @@ def overview_dot(full: Snapshot, groups: dict, drawn: Collapsed, param_names: di
         extra += ((render.VALUE, DETAILS["shared"]),)
     # an opened call's parameters sit below the boxes that feed it, not beside them at the top
     feeding = {a for a, b in box_edges if a in boxes and b not in boxes and b in small.ops}
-    params = [t.id for t in small.tensors.values() if t.id in grouping.params]
+    params = [t.id for t in small.tensors.values() if t.id in grouping.params and of.get(t.id) in opened]
     grouping.invisible = [(a, t) for a in sorted(feeding) for t in params]
     if stack:       # branches side by side (heads of one trunk, their losses) one below the other
         grouping.invisible += _fan_out_pairs(small, box_edges)
     return render.to_dot(small, title, grouping=grouping, marks=render.Marks(
-        legend=extra + ((render.CLUSTER, COMPACT_HINT if compact else OVERVIEW_HINT),), compact=module_focus))
+        legend=extra + ((render.CLUSTER, COMPACT_HINT if compact else OVERVIEW_HINT),), compact=module_focus or compact))
+
+
+def _boxed(groups, depth=None) -> tuple[int, list]:
+    """(level, the calls the overview draws as boxes, in call order): the model called once, the calls
+    inside it; parts called one by one (feats = net.trunk(x); net.cat(feats); ...) or a model called
+    twice, each outermost call."""
+    depth = _depths(groups) if depth is None else depth
+    outer = [k for k in groups if depth[k] == 0 and groups[k].children]
+    level = 1 if len(outer) == 1 else 0
+    return level, [k for k in sorted(groups, key=lambda k: groups[k].call.start)
+                   if depth[k] == level or (depth[k] == 0 and not groups[k].children)]
 
 
 def _fan_out_pairs(small: Snapshot, box_edges: list) -> list:
@@ -920,6 +938,15 @@ class ModulePicture(Picture):
         _ = self.svg
         k = self.simplified
         return k == 0 or (0 < k <= len(self.fold_notes) and self.fold_notes[k - 1].startswith(CALLS_FOLDED))
+
+    def _surely_unfit(self) -> bool:
+        """Whether no form can fit, told before laying out: the op-by-op picture's box count says
+        nothing of the overview's (ResNet-50's 338 ops are 7 boxes by call), so with an overview the
+        box count of its most compact form decides."""
+        if self.overview is None or not self.held_to_rule:
+            return super()._surely_unfit()
+        from .layout import measure
+        return measure(self.overview(False, True)).nodes > FIT_MAX_BOXES
 
     @property
     def form(self) -> str:

@@ -215,3 +215,49 @@ def test_an_after_view_drawn_by_module_call_says_where_to_focus_next():
     assert fits(view.svg) and view.text.splitlines()[0] == "after: by module call, what backward freed"
     assert re.fullmatch(r"focus next: h\.\d+ \(the call inside that saved the most: "
                         r"draw\(\.\.\., focus='h\.\d+'\) draws its ops\)", focus_next(view.text))
+
+
+def test_an_after_view_past_max_nodes_knows_every_size_freed_and_boxes_each_call():
+    """issue 28 §1, module-level after view: ResNet-50 (full size, meta device, 338 nodes, more than
+    watch's 300) after a full backward is one box per top-level call (stem, layer1 ... layer4, fc), each
+    saying what backward freed in bytes: watch read the sizes of the saved tensors past the 300 nodes it
+    draws before backward freed them, so no total says 'sizes unknown'."""
+    case = zoo.resnet50()
+    with bt.watch(case.loss, names=case.names) as w:
+        case.loss.backward()
+    assert w.before.truncated            # the pair draws 300 nodes; the sizes of all were read
+    view = w.after_view()
+    assert fits(view.svg) and view.text.splitlines()[0] == "after: by module call, what backward freed"
+    for box in ("stem: Sequential", "layer1: Sequential", "layer4: Sequential", "fc: Linear"):
+        assert box in view.dot
+    table = w.picture.by_module("after").text
+    assert "unknown" not in table
+    assert re.search(r"\(model\): ResNet50: 477 saved, 0 B held, [\d.]+ MiB freed", table)
+
+
+def test_a_module_overview_boxes_every_call_even_when_the_ops_are_cut():
+    """A packed 2-layer LSTM (378 nodes, over draw's max_nodes=300): draw(modules=) boxes the LSTM
+    call with all its saved tensors, not the part of it within the first 300 nodes, and says no node
+    is left out of the overview."""
+    case = zoo.lstm2()
+    pic = bt.draw(case.loss, names=case.names, modules=case.model)
+    svg = pic.svg
+    assert fits(svg) and pic.form == "calls" and not pic.simplified
+    assert "more nodes not drawn" not in pic.dot
+    rows = dict(re.findall(r"^ *(\(model\): PackedLSTM|lstm: LSTM): (\d+) saved", pic.text, re.M))
+    assert int(rows["(model): PackedLSTM"]) == int(rows["lstm: LSTM"]) + 2    # the head's 2 only outside it
+    everything = bt.walk.snapshot(case.loss, max_nodes=5_000)
+    assert int(rows["(model): PackedLSTM"]) + 4 == sum(1 for _, s in everything.saved_tensors() if s.is_tensor)
+
+
+def test_a_vit_after_view_is_by_module_call_top_to_bottom():
+    """ViT-B/16 after backward: one box per call, the model's own parameters (cls, pos) beside the ops
+    that read them, not pinned below the boxes (which drew arrows upward); ops that saved nothing in a
+    chain on one line (View -> Transpose)."""
+    case = zoo.vit_b16()
+    with bt.watch(case.loss, names=case.names) as w:
+        case.loss.backward()
+    view = w.after_view()
+    assert fits(view.svg) and view.text.splitlines()[0] == "after: by module call, what backward freed"
+    assert "encoder: TransformerEncoder" in view.dot and "head: Linear" in view.dot
+    assert "style=invis" not in view.dot
