@@ -32,6 +32,7 @@ def test_corpus_size_and_split():
     assert not set(harness.programs("heldout_r2")) & set(harness.programs()), "heldout_r2 is left out by default"
     assert not set(harness.programs("heldout_r3")) & set(harness.programs()), "heldout_r3 is left out by default"
     assert not set(harness.programs("heldout_r4")) & set(harness.programs()), "heldout_r4 is left out by default"
+    assert not set(harness.programs("heldout_r5")) & set(harness.programs()), "heldout_r5 is left out by default"
     assert len({p.stem for p in ALL}) == len(ALL), "program names must be unique across splits"
 
 
