@@ -417,6 +417,8 @@ def detach_snippet(path: str, obj) -> str:
     """One line that detaches what `path` holds, written for its type."""
     if isinstance(obj, tuple) and obj and all(isinstance(x, (tuple, list)) for x in obj):
         return f"{path} = tuple(tuple(t.detach() for t in x) for x in {path})"
+    if isinstance(obj, tuple) and any(x is None for x in obj):
+        return f"{path} = tuple(None if t is None else t.detach() for t in {path})"
     if isinstance(obj, tuple):
         return f"{path} = tuple(t.detach() for t in {path})"
     if isinstance(obj, list):
@@ -424,6 +426,37 @@ def detach_snippet(path: str, obj) -> str:
     if isinstance(obj, dict):
         return f"{path}.update({{k: v.detach() for k, v in {path}.items()}})"
     return f"{path} = {path}.detach()"
+
+
+def _detached(rhs: str) -> str:
+    """The expression `rhs` (the right-hand side of a line that stores a value) with what it stores
+    detached, written for its shape: `(x, y)` -> `(x.detach(), y.detach())`, `{"a": h}` ->
+    `{"a": h.detach()}`, `[{...}]` element by element, `None` and other constants kept, `f(x)` ->
+    `f(x).detach()`, `a + b` -> `(a + b).detach()`. Read with `ast`: a tuple has no `.detach()`."""
+    import ast
+
+    try:
+        node = ast.parse(rhs.strip(), mode="eval").body
+    except SyntaxError:
+        return f"({rhs}).detach()"
+
+    def text(n) -> str:
+        return ast.get_source_segment(rhs.strip(), n) or ast.unparse(n)
+
+    def go(n) -> str:
+        if isinstance(n, ast.Constant):
+            return text(n)
+        if isinstance(n, (ast.Tuple, ast.List)):
+            inner = ", ".join(go(e) for e in n.elts)
+            return f"({inner},)" if isinstance(n, ast.Tuple) and len(n.elts) == 1 else \
+                (f"({inner})" if isinstance(n, ast.Tuple) else f"[{inner}]")
+        if isinstance(n, ast.Dict) and all(k is not None for k in n.keys):
+            return "{" + ", ".join(f"{text(k)}: {go(v)}" for k, v in zip(n.keys, n.values)) + "}"
+        if isinstance(n, (ast.Name, ast.Attribute, ast.Call, ast.Subscript)):
+            return f"{text(n)}.detach()"
+        return f"({text(n)}).detach()"
+
+    return go(node)
 
 
 def _indent(site: Site) -> str:
@@ -978,12 +1011,20 @@ def rule_reused_after_backward(f: Facts) -> Finding | None:
                                    "Each step builds its own graph for it, and backward frees only that.",
                                    (Edit(s.file, into.line, (_indent(into) + line,), insert=True),),
                                    kind="recompute-in-step"))
+            elif (again := _rebuild_owner(s, p, f.failed.site)) is not None:
+                lines, into = again     # `dist = Normal(mean, std)` made before the loop from `std = exp(log_std)`
+                opts.append(Option(f"if `{p}` should be trained by every step's loss",
+                                   "Build it again inside the loop: add " + " and ".join(f"`{x}`" for x in lines)
+                                   + f" just before {into.short()}.",
+                                   "Each step builds its own graph for it, and backward frees only that.",
+                                   (Edit(into.file, into.line, tuple(_indent(into) + x for x in lines), insert=True),),
+                                   kind="recompute-in-step"))
             elif not re.fullmatch(r"\w+", p):
                 opts.append(Option(f"if `{p}` should be trained by every step's loss",
                                    f"Have it computed again in every step (for a cache, clear `{p}` before each "
                                    "step's forward), so that each step builds its own graph for it.",
                                    "Each backward frees only its own step's part.", kind="recompute-in-step"))
-            store = _store_of(p, s) if not re.fullmatch(r"\w+", p) else None
+            store = _store_of(p, s, f.ns) if not re.fullmatch(r"\w+", p) else None
             if store is not None:          # `self.cached_freqs = freqs`, a few lines below where freqs was made
                 site_s, new = store
                 opts.append(Option(f"if `{p}` is fixed data that should not be trained",
@@ -1048,6 +1089,10 @@ def rule_reused_after_backward(f: Facts) -> Finding | None:
                            consequence="Both losses' gradients reach it; the buffers stay until the second call.")
         if r:
             opts.append(r)
+    if later is None:       # ... or what made the value itself (a GAN's `D(fake.detach())`), said last
+        last = _detach_at_later_use(f)
+        if last is not None and last.fix not in {x.fix for x in opts}:
+            opts.append(last)
     evidence = [f"Reused: {carried_words}."]
     writer = _writer_between(f, unsafe) if unsafe else None
     if writer is not None and not f.steps_between:
@@ -1117,19 +1162,45 @@ def _insert_after(site: Site, code: str) -> Edit:
     return Edit(site.file, _statement_end(site) + 1, (_indent(site) + code,), insert=True)
 
 
-def _store_of(path: str, made: Site) -> tuple[Site, str] | None:
+def _store_of(path: str, made: Site, ns: dict | None = None) -> tuple[Site, str] | None:
     """For an attribute kept across steps (`model.rotary.cached_freqs`): the line at or below where its
-    value was made that stores it (`self.cached_freqs = freqs`), and that line storing it detached."""
+    value was made that stores it (`self.cached_freqs = freqs`), else the one line of the object's own
+    class that stores it (`self.target = target` in `ContentLoss.__init__`, the object made at `made`),
+    and that line storing it detached."""
     last = re.split(r"[.\[]", path)[-1].strip("]'\"")
     if not re.fullmatch(r"\w+", last):
         return None
     found = _line_below(made, rf"\s*(?P<lhs>[\w.]*\.{last})\s*=\s*(?P<rhs>[^=].*?)\s*(#.*)?", span=30)
+    if found is None and ns is not None and "." in path:
+        found = _class_store(_resolve(ns, path.rsplit(".", 1)[0]), last, made.file)
     if found is None:
         return None
     site, got = found
-    rhs = got.group("rhs")
-    rhs = f"{rhs}.detach()" if re.fullmatch(r"[\w.]+", rhs) else f"({rhs}).detach()"
-    return site, f"{got.group('lhs')} = {rhs}"
+    return site, f"{got.group('lhs')} = {_detached(got.group('rhs'))}"
+
+
+def _class_store(obj, attr: str, file: str):
+    """(Site, match) of the one line of `obj`'s class, defined in `file` (the user's file: read with
+    linecache and ast, nothing imported), that assigns `self.<attr> = ...`; None when there is not
+    exactly one, or the class is not defined there."""
+    import ast
+
+    if obj is None or isinstance(obj, (torch.Tensor, dict, list, tuple)):
+        return None
+    lines = linecache.getlines(file)
+    try:
+        tree = ast.parse("".join(lines))
+    except SyntaxError:
+        return None
+    cls = [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == type(obj).__name__]
+    if len(cls) != 1:
+        return None
+    pat = re.compile(rf"\s*(?P<lhs>self\.{attr})\s*=\s*(?P<rhs>[^=].*?)\s*(#.*)?")
+    hits = [(n, m) for n in range(cls[0].lineno, cls[0].end_lineno + 1)
+            if (m := pat.fullmatch(lines[n - 1].rstrip("\n")))]
+    if len(hits) != 1:
+        return None
+    return Site(file, hits[0][0], type(obj).__name__), hits[0][1]
 
 
 def _cache_entry(f: Facts, path: str, made: Site) -> list | None:
@@ -1168,6 +1239,24 @@ def _cache_entry(f: Facts, path: str, made: Site) -> list | None:
                            f"Store it detached: add `{snippet}` after {store[0].short()}.",
                            "Nothing trains through the kept entry; no graph is kept with it.",
                            (_insert_after(store[0], snippet),), kind="detach-carried"))
+        return opts
+    built = _line_below(made, rf"\s*{re.escape(base)}\s*=\s*(?P<rhs>[\[{{(].*?)\s*(#.*)?", span=10)
+    if built is not None:       # `conditions = [{"cross_attn": h, ...}]`, built once below where h was made
+        site_b, got = built
+        into = _first_line_naming(site_b, base, f.failed.site) if f.failed is not None else None
+        if into is not None:    # built once, not a cache filled on demand: clearing it would leave it empty
+            lines = tuple(dict.fromkeys([made.code(), site_b.code()]))
+            opts[0] = Option(f"if what computes `{path}` should be trained by every step's loss",
+                             "Build it again inside the loop: add " + " and ".join(f"`{x}`" for x in lines)
+                             + f" just before {into.short()}.",
+                             "Each step builds its own graph for it, and backward frees only that.",
+                             (Edit(into.file, into.line, tuple(_indent(into) + x for x in lines), insert=True),),
+                             kind="recompute-in-step")
+        new = f"{base} = {_detached(got.group('rhs'))}"
+        opts.append(Option(f"if `{path}` is fixed data that should not be trained",
+                           f"Keep it detached: write `{new}` at {site_b.short()}.",
+                           "Nothing trains through what is kept; no graph is kept with it.",
+                           (Edit(site_b.file, site_b.line, (_indent(site_b) + new,)),), kind="detach-carried"))
     return opts
 
 
@@ -1223,8 +1312,7 @@ def rule_kept_unnamed(f: Facts) -> Finding | None:
                        "Each step builds its own graph for it, and backward frees only that.",
                        kind="recompute-in-step")]
         if store:
-            new = f"{store[1]} = ({store[2]}).detach()" if not re.fullmatch(r"[\w.]+(\(.*\))?", store[2]) \
-                else f"{store[1]} = {store[2]}.detach()"
+            new = f"{store[1]} = {_detached(store[2])}"
             opts.append(Option("if it is fixed data that should not be trained",
                                f"Keep it detached: write `{new}` at {store[0].short()}.",
                                "Nothing trains through it; no graph is kept.",
@@ -1461,6 +1549,43 @@ def _rebuild_from_detached(f: Facts) -> Option | None:
     return None
 
 
+def _detach_at_later_use(f: Facts) -> Option | None:
+    """For `fake = G(z)` reused by a later loss that should train only what reads it (the discriminator's
+    loss on the generator's last sample): detach it where the later loss first uses it."""
+    for path, t, _site, _step in f.carriers:
+        if not re.fullmatch(r"\w+", path) or t.grad_fn is None or not _reaches_leaf([t.grad_fn], None):
+            continue
+        use = _first_new_use(f, path)
+        if use is None:
+            continue
+        text = use.code()
+        if len(re.findall(_bare(path), text)) != 1:
+            continue
+        new = re.sub(_bare(path), f"{path}.detach()", text, count=1)
+        return Option(f"if the later loss (at {f.failed.site.short()}) should not train what made `{path}`",
+                      f"Detach it where that loss uses it: write `{new}` at {use.short()}.",
+                      "The later loss's gradient stops at it; the earlier loss still trains what made it.",
+                      (Edit(use.file, use.line, (_indent(use) + new,)),), kind="detach-input", detached=path)
+    return None
+
+
+def _rebuild_owner(made: Site, path: str, until: Site):
+    """For `obj.attr` (one attribute of a plain name) whose value was made at `made` and whose object is
+    built by `obj = ...` a few lines below it, both before the loop: (the two lines, the first line in the
+    loop naming `obj`), where the loop can build them again; else None."""
+    m = re.fullmatch(r"([A-Za-z_]\w*)\.(\w+)", path)
+    if m is None or made.file != until.file:
+        return None
+    obj = m.group(1)
+    built = _line_below(made, rf"(?P<ind>\s*){obj}\s*=\s*[^=].*", span=10)
+    if built is None or len(built[1].group("ind")) != len(_indent(made)):
+        return None
+    into = _first_line_naming(built[0], obj, until)
+    if into is None:
+        return None
+    return tuple(dict.fromkeys([made.code(), built[0].code()])), into
+
+
 def _first_line_naming(made: Site, name: str, until: Site) -> Site | None:
     """The first line after `made` and before `until` that names `name` and is indented deeper than
     `made` (inside the loop that follows it): where a copy of `made` recomputes it each step."""
@@ -1552,8 +1677,18 @@ def _copy_before_write(site: Site) -> tuple[str, Edit] | None:
     m = re.fullmatch(r"(?P<base>[A-Za-z_][\w.]*)(?P<idx>\[.+\])\s*=\s*(?P<rhs>[^=].*)", site.code())
     if m is None:
         return None
+    held = re.fullmatch(r"(?P<base>[A-Za-z_][\w.]*)\[(?P<k>\d+)\](?P<idx>\[.+\])\s*=\s*(?P<rhs>[^=].*)", site.code())
+    if held is not None:    # `out[0][:, 0] = ...`: a tensor held in a tuple or list (a tuple cannot be assigned into)
+        box, k, part = held.group("base"), int(held.group("k")), f"{held.group('base')}[{held.group('k')}]"
+        tmp = f"{box.replace('.', '_')}_{k}"     # the value first, from the tensor as it is (what computes
+        lines = (f"{tmp}_value = {held.group('rhs').strip()}", f"{tmp} = {part}.clone()",   # it may save a view)
+                 f"{tmp}{held.group('idx')} = {tmp}_value",
+                 f"{box} = type({box})([*{box}[:{k}], {tmp}, *{box}[{k + 1}:]])")
+        return "; ".join(lines), Edit(site.file, site.line, tuple(_indent(site) + x for x in lines))
     base, tmp = m.group("base"), m.group("base").replace(".", "_") + "_value"
     lines = (f"{tmp} = {m.group('rhs').strip()}", f"{base} = {base}.clone()", f"{base}{m.group('idx')} = {tmp}")
+    if not re.search(rf"\b{re.escape(base.split('.')[0])}\b", m.group("rhs")):    # a value that does not read x
+        lines = (f"{base} = {base}.clone()", f"{base}{m.group('idx')} = {m.group('rhs').strip()}")
     return "; ".join(lines), Edit(site.file, site.line, tuple(_indent(site) + x for x in lines))
 
 
@@ -1637,7 +1772,13 @@ def rule_inplace_recorded(f: Facts) -> Finding | None:
         if copy is not None:
             edits.append(copy[1])
             said.append(f"`{copy[0]}` in place of {site.short()}")
-    kind = "no-data-write" if through_detach or (t is not None and not t.requires_grad) else "out-of-place"
+    # through .data / .detach(): a write autograd does not record; a tensor that needs no grad written by
+    # name (`onehot[~m] = 0`) is an ordinary in-place write: out of place
+    untracked = any(re.search(r"\.data\b|\.detach\(\)", s.code()) for s in sites)
+    outers = {x.site: x.outer for x in [*f.writes, *f.other_writes]}
+    made_here = bool(sites) and all(_made_this_call(x, outers.get(x, ())) for x in sites)
+    kind = "no-data-write" if through_detach or (t is not None and not t.requires_grad and (untracked or not made_here)) \
+        else "out-of-place"
     opts = []
     if said:
         opts.append(Option("", "Write out of place, or into a copy: " + "; ".join(said) + ".",
@@ -1723,6 +1864,73 @@ def _inplace_maker(site: Site):
     return (f"`{name}`", edits, Site(site.file, node.lineno, site.function)) if edits else None
 
 
+def _made_this_call(site: Site, outer: tuple = (), name: str | None = None) -> bool:
+    """Whether the tensor the write at `site` writes into (`x` in `x[m] = 0`, `x.clamp_(...)`, `x += y`) is a
+    local name last bound, before the write, to a new value by a statement of the same function (or the
+    same loop body, at the top level): `x = F.one_hot(i).float()` then `x[~mask] = 0`. A parameter of the
+    function is followed to the caller's argument at `outer` (the user's lines that called it, innermost
+    first): `ids` made in the loop and passed as `w`. Such a tensor is made in this step, not kept from an
+    earlier one, even when autograd calls it a leaf (it needs no grad): writing it out of place keeps the
+    program's meaning. Read with `ast`; False when unsure."""
+    import ast
+
+    if name is None:
+        m = re.match(r"\s*([A-Za-z_]\w*)\s*(?:\[|\.\w+_\(|[-+*/@]=)", site.code())
+        if m is None:
+            return False
+        name = m.group(1)
+    lines = linecache.getlines(site.file)
+    if not lines:
+        return False
+    try:
+        tree = ast.parse("".join(lines))
+    except SyntaxError:
+        return False
+    scope = None
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.lineno <= site.line <= node.end_lineno:
+            if scope is None or node.lineno > scope.lineno:
+                scope = node
+    if scope is None:           # the top level: the loop the write is in
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.For, ast.While)) and node.lineno <= site.line <= node.end_lineno:
+                if scope is None or node.lineno > scope.lineno:
+                    scope = node
+    if scope is None:
+        return False
+    last = None
+    for node in ast.walk(scope):
+        if isinstance(node, ast.Assign) and node.end_lineno < site.line and any(
+                isinstance(t, ast.Name) and t.id == name for t in ast.walk(ast.Tuple(elts=node.targets))):
+            if last is None or node.lineno > last.lineno:
+                last = node
+    if last is not None:
+        if isinstance(last.value, (ast.Name, ast.Attribute, ast.Subscript, ast.Constant)):
+            return False
+        if len(last.targets) == 1 and isinstance(last.targets[0], ast.Tuple):     # `a, b = f(...), g(...)`
+            value = last.value
+            if isinstance(value, ast.Tuple) and len(value.elts) == len(last.targets[0].elts):
+                i = next(k for k, t in enumerate(last.targets[0].elts) if isinstance(t, ast.Name) and t.id == name)
+                return not isinstance(value.elts[i], (ast.Name, ast.Attribute, ast.Subscript, ast.Constant))
+        return True
+    if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) and outer:
+        params = [x.arg for x in [*scope.args.posonlyargs, *scope.args.args]]
+        if name not in params:
+            return False
+        i = params.index(name) - (1 if params and params[0] in ("self", "cls") else 0)
+        try:
+            call_line = ast.parse(outer[0].code().strip())
+        except SyntaxError:
+            return False
+        for node in ast.walk(call_line):
+            f_name = getattr(node, "func", None)
+            f_name = getattr(f_name, "attr", None) or getattr(f_name, "id", None)
+            if isinstance(node, ast.Call) and f_name == scope.name and 0 <= i < len(node.args) \
+                    and isinstance(node.args[i], ast.Name):
+                return _made_this_call(outer[0], outer[1:], node.args[i].id)
+    return False
+
+
 def _block_move(write_sites, before: Site) -> tuple[Site, int, int] | None:
     """The statement that makes the write (the write's line, or a line of yours that called it), in the
     same block as `before` and above it: (its first line's Site, first line, last line)."""
@@ -1792,6 +2000,8 @@ def _persistent_write(f: Facts, w, t) -> Finding | None:
         return None
     if any(u.requires_grad and not u.is_leaf and _storage(u) == w.storage for _, u in f.named):
         return None      # `mask = out.detach()`: a leaf only by name, sharing the memory of a value in the graph
+    if not isinstance(t, torch.nn.Parameter) and _made_this_call(w.site, w.outer):
+        return None      # `onehot = F.one_hot(i).float()` then `onehot[~m] = 0`: made by this call, kept by no one
     names = _names_of(f, w)
     name_words = (" (" + ", ".join(f"`{n}`" for n in names) + ")") if names else ""
     moved = _block_move((w.site, *w.outer), f.failed.site)
@@ -1847,37 +2057,88 @@ def _persistent_write(f: Facts, w, t) -> Finding | None:
                              + f" runs between the forward and {f.failed.site.short()}."),
                         "The backward uses the values its graph saved; the tensor is updated as before, for the "
                         "next forward.", edits, kind="no-data-write" if not t.requires_grad else "backward-before-step")]
-        + ([] if moved is not None else
-           [Option("", "Or, where the forward reads it, give the graph a copy (`.clone()`), so that the write "
-                       "changes the tensor and not what the graph saved.",
-                   "The copy costs the tensor's size until the backward has run.", kind="no-data-write")]),
+        + ([] if moved is not None else [_copy_at_read(f, names, w.site)]),
         confidence="certain", culprit=names[0] if names else None, culprits=names)
 
 
-def _graph_read_of(f: Facts, names: list):
-    """(the line with `.clone()` after the tensor's name, its Site, the Edit) for the node of the failing
-    graph that saved the written tensor, when its line of yours names it once; else None."""
-    if f.root is None or f.root.grad_fn is None or not names:
-        return None
+def _write_targets(site: Site) -> list:
+    """The local names the write at `site` writes into: `u` in `F.normalize(a, out=u)`, `u.mul_(2)`,
+    `u[i] = 0`, `u += 1`."""
+    code = site.code()
+    found = re.findall(r"\bout\s*=\s*([A-Za-z_]\w*)", code)
+    m = re.match(r"\s*([A-Za-z_]\w*)\s*(?:\[|\.\w+_\(|[-+*/@]=)", code)
+    return list(dict.fromkeys([*found, *([m.group(1)] if m else [])]))
+
+
+def _copy_at_read(f: Facts, names: list, site: Site) -> Option:
+    """'Give the graph a copy where the forward reads it': with the edits when the lines of yours that made
+    the nodes which saved the written tensors name them once (`sigma = torch.dot(u.clone(), W @ v.clone())`:
+    every saved tensor of this graph written in place, f.other_writes too)."""
+    wanted = {}
+    for x in [w for w in [*f.writes, *f.other_writes] if not w.optimizer_step]:
+        wanted.setdefault(x.storage, []).extend(_write_targets(x.site))
+    if f.written is not None:
+        wanted.setdefault(_storage(f.written), []).extend(names)
+    reads = _graph_reads(f, {k: list(dict.fromkeys(v)) for k, v in wanted.items() if k is not None})
+    if not reads:
+        return Option("", "Or, where the forward reads it, give the graph a copy (`.clone()`), so that the write "
+                          "changes the tensor and not what the graph saved.",
+                      "The copy costs the tensor's size until the backward has run.", kind="no-data-write")
+    return Option("", "Or, where the forward reads it, give the graph a copy: write "
+                      + "; ".join(f"`{new}` at {at.short()}" for new, at, _ in reads)
+                      + ", so that the write changes the tensor and not what the graph saved.",
+                  "The copy costs the tensor's size until the backward has run.", tuple(e for _, _, e in reads),
+                  kind="no-data-write")
+
+
+ANY_STORAGE = "any"     # _graph_reads: a tensor whose storage is not known (no f.written): any written one
+
+
+def _graph_reads(f: Facts, wanted: dict) -> list:
+    """[(the line with `.clone()` after each name, its Site, the Edit)]: for each node of the failing graph
+    whose saved tensor was written in place (its storage a key of `wanted`), the line of yours that made
+    it, when it names one of that storage's names (`wanted[storage]`) once."""
+    if f.root is None or f.root.grad_fn is None or not wanted:
+        return []
     from .walk import raw_saved_tensor, saved_slots
 
+    by_site: dict = {}
     for fn in _nodes(f.root.grad_fn, 20_000):
         for slot, how, value in saved_slots(fn, functions=False):
             if how != "error" or "inplace" not in str(value):
                 continue
             t = raw_saved_tensor(fn, slot)
-            if t is None or (f.written is not None and _storage(t) != _storage(f.written)):
+            key = ANY_STORAGE if ANY_STORAGE in wanted else None if t is None else _storage(t)
+            if t is None or key not in wanted:
                 continue
             m = made_at(fn)
             for site in ((m[0], *(m[3] if len(m) > 3 else ())) if m else ()):
                 if site is None:
                     continue
-                for name in names:
-                    pat = rf"(?<![\w.]){re.escape(name)}(?![\w(\[])(?!\.clone)"
-                    if len(re.findall(pat, site.code())) == 1:
-                        new = re.sub(pat, f"{name}.clone()", site.code(), count=1)
-                        return new, site, Edit(site.file, site.line, (_indent(site) + new,))
-    return None
+                name = next((n for n in wanted[key] if len(re.findall(_bare(n), site.code())) == 1), None)
+                if name is not None:
+                    by_site.setdefault(site, []).append(name)
+                    break
+    out = []
+    for site, names in by_site.items():
+        new = site.code()
+        for name in dict.fromkeys(names):
+            new = re.sub(_bare(name), f"{name}.clone()", new, count=1)
+        out.append((new, site, Edit(site.file, site.line, (_indent(site) + new,))))
+    return out
+
+
+def _bare(name: str) -> str:
+    """A pattern for `name` read as a value, not called, indexed or already copied."""
+    return rf"(?<![\w.]){re.escape(name)}(?![\w(\[])(?!\.clone)"
+
+
+def _graph_read_of(f: Facts, names: list):
+    """(the line with `.clone()` after the tensor's name, its Site, the Edit) for the node of the failing
+    graph that saved the written tensor (f.written), when its line of yours names it once; else None."""
+    key = _storage(f.written) if f.written is not None else None
+    reads = _graph_reads(f, {ANY_STORAGE if key is None else key: list(names)})
+    return reads[0] if reads else None
 
 
 def _detach_from_changed(f: Facts, w) -> Option | None:
@@ -2001,7 +2262,7 @@ def _unnamed_cuts(f: Facts, nodes: list, acc) -> list:
                 if not _reaches_any(n, stale) or _reaches_any(f.root.grad_fn, stale, avoid={n}):
                     continue
                 rhs = maker[0].code().split("=", 1)[1].strip()
-                new = f"{name} = " + (f"{rhs}.detach()" if re.fullmatch(r"[\w.]+(\(.*\))?", rhs) else f"({rhs}).detach()")
+                new = f"{name} = {_detached(rhs)}"
                 kept = len({id(x.variable) for x in _reach([f.root.grad_fn], n, maker[0]) if is_leaf_node(x)})
                 found.append((kept, -n._sequence_nr(), name, maker[0],
                               (new, Edit(maker[0].file, maker[0].line, (_indent(maker[0]) + new,)))))
@@ -2036,6 +2297,13 @@ def _names_of(f: Facts, w) -> list:
         if (t is not None and u is t) or (_storage(u) == w.storage and u.shape == w.shape):
             if path not in out:
                 out.append(path)
+    # the name the writing line itself uses first (`encoder_out[0][:, :, 0] = ...` writes `x`, as
+    # `encoder_out[0]`): the user reads their own line
+    code = w.site.code()
+    if out:
+        first = next(u for p, u in f.named if p == out[0])
+        out.sort(key=lambda p: 0 if next(u for q, u in f.named if q == p) is first
+                 and re.search(rf"(?<![\w.]){re.escape(p)}(?![\w])", code) else 1)
     return out[:4]
 
 

@@ -83,6 +83,17 @@ RULE_OF = {
     "rnnlm_states_carried_between_batches": "carried-across-steps",
     "tabnet_sparsity_term_subtracted_in_place": "inplace-write",
     "wav2vec2_positional_conv_added_in_place": "inplace-write",
+    # written with heldout_r5 (2026-11-28)
+    "deepsvdd_weight_decay_term_built_before_epochs": "computed-once",
+    "distributions_softmax_transform_divides_saved_exp": "inplace-write",
+    "ewald_potential_cached_kvectors_reused_for_next_cell": "computed-once",
+    "seq2seq_attention_keys_rescaled_in_place": "inplace-write",
+    "torch_distributions_scale_transformed_before_loop": "computed-once",
+    "lightning_gan_discriminator_reuses_generator_step_scores": "inplace-optimizer-step",
+    "style_transfer_loss_targets_keep_vgg_graph": "computed-once",
+    "pgd_masks_final_loss_freed_by_autograd_grad": "grad-freed-graph",
+    "diffusion_lm_labels_masked_in_place_on_embedded_ids": "inplace-write",
+    "gan_several_generator_steps_then_discriminator_on_last_fake": "reused-after-backward",
 }
 
 # programs whose offered remedies, applied and run, do not reproduce the maintainers' gradients
@@ -96,7 +107,11 @@ BY_HAND = {"gcn_cached_adjacency_attack", "modules_set_inplace", "pwlu_running_s
            "fp8_delayed_amax_buffer_keeps_graph",
            "orthogonal_siamese_cached_across_steps",      # "compute it again in every step": no edit
            "sew_resnet_neuron_state_not_reset",           # "start each batch fresh": the library's reset
-           "gflownet_replay_buffer_keeps_sampling_log_probs"}   # a buffer filled inside a library call
+           "gflownet_replay_buffer_keeps_sampling_log_probs",   # a buffer filled inside a library call
+           "ewald_potential_cached_kvectors_reused_for_next_cell",   # two caches rebuilt by the library's own check
+           # two fixes at once: no retain_graph on the generator's loss, the discriminator scored again on
+           # the detached images (the step between them changed the generator)
+           "lightning_gan_discriminator_reuses_generator_step_scores"}
 # programs where no option is the right one (docs/diagnosis.md says why)
 MISSES = {"ace_rollout_grad_accumulation_concatenated_steps",   # two carriers: the state and a concatenation
           "fqf_entropy_loss_reaches_quantile_nets"}   # two fixes: a detach and a term taken out of the loss
