@@ -1203,6 +1203,19 @@ def _class_store(obj, attr: str, file: str):
     return Site(file, hits[0][0], type(obj).__name__), hits[0][1]
 
 
+def _built_once(f: Facts, name: str, made: Site):
+    """For a container `name` written as a literal once (`prompts = {"a": enc(a), "b": enc(b)}`), at or
+    a few lines below where its value was made, before the loop that uses it: (that line's Site, its
+    right-hand side, the first line in the loop naming it); None when it is filled step by step."""
+    if f.failed is None:
+        return None
+    built = _line_below(made, rf"\s*{re.escape(name)}\s*=\s*(?P<rhs>[\[{{(].*?)\s*(#.*)?", span=10)
+    if built is None:
+        return None
+    into = _first_line_naming(built[0], name, f.failed.site)
+    return None if into is None else (built[0], built[1].group("rhs"), into)
+
+
 def _cache_entry(f: Facts, path: str, made: Site) -> list | None:
     """For an entry of a dict or list you keep across steps (`cache[0]`, stored by `cache[sid] = ...`):
     clear the container after each backward (every step computes it again), or store it detached."""
@@ -1210,6 +1223,22 @@ def _cache_entry(f: Facts, path: str, made: Site) -> list | None:
     box = _resolve(f.ns, m.group("base")) if m else None
     whole = _resolve(f.ns, path)
     here = f.freer.site.file == made.file
+    if not isinstance(box, (dict, list)) and isinstance(whole, (dict, list)) and re.fullmatch(r"\w+", path):
+        built = _built_once(f, path, made)
+        if built is not None:       # `prompts = {"a": enc(a), ...}` before the loop: no step adds to it
+            site_b, rhs, into = built
+            lines = tuple(dict.fromkeys([made.code(), site_b.code()]))
+            return [Option(f"if what computes `{path}` should be trained by every step's loss",
+                           "Build it again inside the loop: add " + " and ".join(f"`{x}`" for x in lines)
+                           + f" just before {into.short()}.",
+                           "Each step builds its own graph for it, and backward frees only that.",
+                           (Edit(into.file, into.line, tuple(_indent(into) + x for x in lines), insert=True),),
+                           kind="recompute-in-step"),
+                    Option(f"if `{path}` holds fixed data that should not be trained",
+                           f"Keep it detached: write `{path} = {_detached(rhs)}` at {site_b.short()}.",
+                           "Nothing trains through what is kept; no graph is kept with it.",
+                           (Edit(site_b.file, site_b.line, (_indent(site_b) + f"{path} = {_detached(rhs)}",)),),
+                           kind="detach-carried")]
     if not isinstance(box, (dict, list)) and isinstance(whole, (dict, list)):
         # the container itself keeps values of earlier steps (a list of log-probabilities, a dict of states)
         return [Option("if each step's loss should use only what that step adds (an episode's log-probabilities "
@@ -2013,16 +2042,19 @@ def _persistent_write(f: Facts, w, t) -> Finding | None:
                                      for x in (m[0], *(m[3] if len(m) > 3 else ()))):
                 moved = None
                 break
-    if moved is None and _in_forward(f, w.site):
+    if moved is None and (_in_forward(f, w.site) or any(_in_forward(f, o) for o in w.outer)):
         # the write is part of this loss's forward (nn.Embedding(max_norm=...) renormalising the rows it
-        # looks up): it cannot move after the backward; the graph's read gets a copy
-        read = _graph_read_of(f, names)
+        # looks up; a power iteration inside the second of two calls whose outputs the loss adds): it
+        # cannot move after the backward; the graph's reads get a copy (of every tensor written)
+        reads = _reads_to_copy(f, names)
         opts = [Option("", "Give the graph a copy where the forward reads the tensor before the write"
-                           + (f": write `{read[0]}` at {read[1].short()}" if read else " (`.clone()`)")
+                           + (": write " + "; ".join(f"`{new}` at {at.short()}" for new, at, _ in reads)
+                              if reads else " (`.clone()`)")
                            + f". The write at {w.site.short()} is part of the forward this loss is computed "
                            "from, so it cannot run after the backward.",
                        "The write changes the tensor and not what the graph saved; the copy costs the tensor's "
-                       "size until the backward has run.", (read[2],) if read else (), kind="out-of-place")]
+                       "size until the backward has run.", tuple(e for _, _, e in reads),
+                       kind="out-of-place" if t.requires_grad else "no-data-write")]
         return Finding(
             "inplace-write",
             f"`{w.op}` at {w.site.short()} wrote in place into a tensor that lasts beyond this step{name_words} after "
@@ -2070,16 +2102,22 @@ def _write_targets(site: Site) -> list:
     return list(dict.fromkeys([*found, *([m.group(1)] if m else [])]))
 
 
-def _copy_at_read(f: Facts, names: list, site: Site) -> Option:
-    """'Give the graph a copy where the forward reads it': with the edits when the lines of yours that made
-    the nodes which saved the written tensors name them once (`sigma = torch.dot(u.clone(), W @ v.clone())`:
-    every saved tensor of this graph written in place, f.other_writes too)."""
-    wanted = {}
+def _reads_to_copy(f: Facts, names: list) -> list:
+    """_graph_reads for every saved tensor of the failing graph written in place (f.writes, f.other_writes),
+    each by the names its writing lines use and, for the tensor of the message, `names` too."""
+    wanted: dict = {}
     for x in [w for w in [*f.writes, *f.other_writes] if not w.optimizer_step]:
         wanted.setdefault(x.storage, []).extend(_write_targets(x.site))
     if f.written is not None:
         wanted.setdefault(_storage(f.written), []).extend(names)
-    reads = _graph_reads(f, {k: list(dict.fromkeys(v)) for k, v in wanted.items() if k is not None})
+    return _graph_reads(f, {k: list(dict.fromkeys(v)) for k, v in wanted.items() if k is not None})
+
+
+def _copy_at_read(f: Facts, names: list, site: Site) -> Option:
+    """'Give the graph a copy where the forward reads it': with the edits when the lines of yours that made
+    the nodes which saved the written tensors name them once (`sigma = torch.dot(u.clone(), W @ v.clone())`:
+    every saved tensor of this graph written in place, f.other_writes too)."""
+    reads = _reads_to_copy(f, names)
     if not reads:
         return Option("", "Or, where the forward reads it, give the graph a copy (`.clone()`), so that the write "
                           "changes the tensor and not what the graph saved.",
