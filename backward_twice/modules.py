@@ -816,6 +816,10 @@ def _call_box(full: Snapshot, groups: dict, run: list, param_names: dict, compac
     rows = [[Cell([Span(head, bold=True)], colspan=2, align="LEFT")],
             [Cell([Span(totals)], size=10, colspan=2, align="LEFT")]]
     if compact:     # the overview too tall to read: a call's name and totals only (the text lists each layer)
+        inside = set(_inside(groups, key))      # and the runs of identical calls inside it, folded, in words
+        for r in [r for r in find_runs(full, groups) if r[0] in inside and r[0] != key][:2]:
+            rows.append([Cell([Span(f"\u00d7{len(r)} {groups[r[0]].call.kind}: {r[0][0]} \u2026 {r[-1][0]}, "
+                                   "the same ops each")], size=10, colspan=2, align="LEFT")])
         return Table(rows, style="rounded", colour=render.CLUSTER, bg=CALL_FILL)
     shared = {(op.id, sv.slot) for slots in full.shared_buffers().values() for op, sv in slots}
     makers = sorted(_inside(groups, key), key=lambda k: groups[k].call.start)

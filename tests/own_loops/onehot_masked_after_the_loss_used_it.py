@@ -24,7 +24,7 @@ torch.manual_seed(0)
 net = torch.nn.Linear(6, 4)
 opt = torch.optim.SGD(net.parameters(), lr=0.1)
 seen = torch.zeros(4)
-for step in range(2):
+for _step in range(2):
     x, y = torch.randn(8, 6), torch.randint(0, 4, (8,))
     real = torch.arange(8) < 6
     loss, counts = loss_and_counts(net(x), y, real)

@@ -33,7 +33,7 @@ class SNLinear(nn.Module):
 torch.manual_seed(0)
 critic = SNLinear(5, 1)
 opt = torch.optim.Adam(critic.parameters(), lr=1e-3)
-for step in range(2):
+for _step in range(2):
     real, fake = torch.randn(8, 5) + 1, torch.randn(8, 5)
     loss = critic(fake).mean() - critic(real).mean()
     opt.zero_grad()

@@ -17,7 +17,7 @@ opt = torch.optim.Adam([soft_prompt], lr=0.05)
 tok_a, tok_b = torch.randint(0, 30, (5,)), torch.randint(0, 30, (5,))
 prompts = {"a": encoder(tok_a).mean(0), "b": encoder(tok_b).mean(0)}  # BUG
 # FIX: prompts = {"a": encoder(tok_a).mean(0).detach(), "b": encoder(tok_b).mean(0).detach()}
-for step in range(3):
+for _step in range(3):
     x = torch.randn(4, 8) + soft_prompt
     loss = ((x - prompts["a"]) ** 2).mean() - 0.1 * ((x - prompts["b"]) ** 2).mean()
     opt.zero_grad()
