@@ -16,7 +16,16 @@ import contextlib
 import dataclasses
 
 from . import render
-from .modules import drill_from, folded_pictures, grouped_picture, module_focus, recording_covering, recording_of, with_focus_next
+from .modules import (
+    WALK_LIMIT,
+    drill_from,
+    folded_pictures,
+    grouped_picture,
+    module_focus,
+    recording_covering,
+    recording_of,
+    with_focus_next,
+)
 from .picture import cap as capping
 from .picture import repeats
 from .picture.alt_text import alt_of, call_of, pair_alt
@@ -398,7 +407,7 @@ def draw(*roots, names=None, title=None, max_nodes=300, modules=None, focus=None
         if pic.folded is None:
             yield from folded_pictures(snap, title, folded=folded, notes=notes, cuts=0)
         rec = recording_covering(roots) if focus is None else None if options.within is None else options.within.rec
-        if rec is not None and len(rec.calls) > 1:
+        if rec is not None and len(rec.calls) > 1 and snap.total_nodes <= WALK_LIMIT:   # every call can be summed
             by_module = grouped_picture(roots, names=names, title=_by_module_title(title, options.within),
                                         max_nodes=max_nodes, modules=rec, focus=options.focus, options=options)
             pic.drill = by_module.drill
@@ -579,7 +588,10 @@ class Watch:
                                                                    focus=options.focus, options=options)
 
     def _by_module_recording(self):
-        """The module recording whose calls an after view may draw as boxes, or None."""
+        """The module recording whose calls an after view may draw as boxes, or None: none for a graph
+        larger than modules.WALK_LIMIT nodes, whose calls cannot all be walked and summed."""
+        if self.before.total_nodes > WALK_LIMIT:
+            return None
         within = self.options.within
         rec = recording_covering(self.roots) if self.focus is None else None if within is None else within.rec
         return rec if rec is not None and len(rec.calls) > 1 else None

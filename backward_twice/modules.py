@@ -444,9 +444,21 @@ def _signature(snap, groups, key):
 _INDEXED = re.compile(r"^(.*?)(\d+)$")
 
 
+_RUNS_MEMO: list = []     # [(snap, groups, answer)]: the last find_runs, asked again by collapse and the overview
+
+
 def find_runs(snap, groups) -> list:
     """Runs of at least MIN_RUN sibling calls of identical blocks ('layers.0', 'layers.1', ...:
-    same class, same ops inside), as lists of Call keys in order."""
+    same class, same ops inside), as lists of Call keys in order. The last answer is kept (one
+    picture asks it several times of the same snapshot and groups)."""
+    if _RUNS_MEMO and _RUNS_MEMO[0][0] is snap and _RUNS_MEMO[0][1] is groups and _RUNS_MEMO[0][3] == len(groups):
+        return [list(r) for r in _RUNS_MEMO[0][2]]
+    runs = _find_runs(snap, groups)
+    _RUNS_MEMO[:] = [(snap, groups, [list(r) for r in runs], len(groups))]
+    return runs
+
+
+def _find_runs(snap, groups) -> list:
     runs = []
     by_parent: dict = {}
     for key, g in groups.items():
@@ -687,7 +699,8 @@ def overview_dot(full: Snapshot, groups: dict, drawn: Collapsed, param_names: di
     opened = {k for k in boxed if groups[k].call.path in expand}
     # identical blocks in a row (same ops, same saved states: 4 ResNet blocks) are one box
     run_of = {}
-    for run in find_runs(full, groups):
+    all_runs = find_runs(full, groups)      # once: each compact box names the runs inside it
+    for run in all_runs:
         run = [k for k in run if k in boxed and k not in opened
                and all(n in snap.ops or n in snap.tensors for n in groups[k].nodes)]
         states = {k: _states(full, groups, k) for k in run}
@@ -701,7 +714,7 @@ def overview_dot(full: Snapshot, groups: dict, drawn: Collapsed, param_names: di
             continue                    # collapsed into a run box already (a picture past the cap)
         bid = f"call{i}"
         run = run_of.get(key, [key])
-        boxes[bid] = _call_box(full, groups, run, param_names, compact)
+        boxes[bid] = _call_box(full, groups, run, param_names, compact, all_runs)
         parent_of[bid] = groups[key].call.parent
         for k in run:
             for n in _subtree(groups, k):
@@ -798,7 +811,8 @@ def _states(full, groups, key) -> tuple:
                         if n in full.ops for s in full.ops[n].saved if s.is_tensor))
 
 
-def _call_box(full: Snapshot, groups: dict, run: list, param_names: dict, compact: bool = False) -> Table:
+def _call_box(full: Snapshot, groups: dict, run: list, param_names: dict, compact: bool = False,
+              runs: list = ()) -> Table:
     """One module call (or a run of identical ones) as a table: its name, its totals, one row
     per layer (or op of its own) that saved tensors, each saved tensor held (green) or FREED
     (red), and its parameters."""
@@ -817,7 +831,7 @@ def _call_box(full: Snapshot, groups: dict, run: list, param_names: dict, compac
             [Cell([Span(totals)], size=10, colspan=2, align="LEFT")]]
     if compact:     # the overview too tall to read: a call's name and totals only (the text lists each layer)
         inside = set(_inside(groups, key))      # and the runs of identical calls inside it, folded, in words
-        for r in [r for r in find_runs(full, groups) if r[0] in inside and r[0] != key][:2]:
+        for r in [r for r in runs if r[0] in inside and r[0] != key][:2]:
             rows.append([Cell([Span(f"\u00d7{len(r)} {groups[r[0]].call.kind}: {r[0][0]} \u2026 {r[-1][0]}, "
                                    "the same ops each")], size=10, colspan=2, align="LEFT")])
         return Table(rows, style="rounded", colour=render.CLUSTER, bg=CALL_FILL)
