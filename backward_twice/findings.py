@@ -1013,12 +1013,7 @@ def rule_reused_after_backward(f: Facts) -> Finding | None:
                                    kind="recompute-in-step"))
             elif (again := _rebuild_owner(s, p, f.failed.site)) is not None:
                 lines, into = again     # `dist = Normal(mean, std)` made before the loop from `std = exp(log_std)`
-                opts.append(Option(f"if `{p}` should be trained by every step's loss",
-                                   "Build it again inside the loop: add " + " and ".join(f"`{x}`" for x in lines)
-                                   + f" just before {into.short()}.",
-                                   "Each step builds its own graph for it, and backward frees only that.",
-                                   (Edit(into.file, into.line, tuple(_indent(into) + x for x in lines), insert=True),),
-                                   kind="recompute-in-step"))
+                opts.append(_build_again(f"if `{p}` should be trained by every step's loss", lines, into))
             elif not re.fullmatch(r"\w+", p):
                 opts.append(Option(f"if `{p}` should be trained by every step's loss",
                                    f"Have it computed again in every step (for a cache, clear `{p}` before each "
@@ -1187,11 +1182,10 @@ def _class_store(obj, attr: str, file: str):
 
     if obj is None or isinstance(obj, (torch.Tensor, dict, list, tuple)):
         return None
-    lines = linecache.getlines(file)
-    try:
-        tree = ast.parse("".join(lines))
-    except SyntaxError:
+    got = _parsed(file)
+    if got is None:
         return None
+    lines, tree = got
     cls = [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == type(obj).__name__]
     if len(cls) != 1:
         return None
@@ -1228,12 +1222,7 @@ def _cache_entry(f: Facts, path: str, made: Site) -> list | None:
         if built is not None:       # `prompts = {"a": enc(a), ...}` before the loop: no step adds to it
             site_b, rhs, into = built
             lines = tuple(dict.fromkeys([made.code(), site_b.code()]))
-            return [Option(f"if what computes `{path}` should be trained by every step's loss",
-                           "Build it again inside the loop: add " + " and ".join(f"`{x}`" for x in lines)
-                           + f" just before {into.short()}.",
-                           "Each step builds its own graph for it, and backward frees only that.",
-                           (Edit(into.file, into.line, tuple(_indent(into) + x for x in lines), insert=True),),
-                           kind="recompute-in-step"),
+            return [_build_again(f"if what computes `{path}` should be trained by every step's loss", lines, into),
                     Option(f"if `{path}` holds fixed data that should not be trained",
                            f"Keep it detached: write `{path} = {_detached(rhs)}` at {site_b.short()}.",
                            "Nothing trains through what is kept; no graph is kept with it.",
@@ -1275,12 +1264,7 @@ def _cache_entry(f: Facts, path: str, made: Site) -> list | None:
         into = _first_line_naming(site_b, base, f.failed.site) if f.failed is not None else None
         if into is not None:    # built once, not a cache filled on demand: clearing it would leave it empty
             lines = tuple(dict.fromkeys([made.code(), site_b.code()]))
-            opts[0] = Option(f"if what computes `{path}` should be trained by every step's loss",
-                             "Build it again inside the loop: add " + " and ".join(f"`{x}`" for x in lines)
-                             + f" just before {into.short()}.",
-                             "Each step builds its own graph for it, and backward frees only that.",
-                             (Edit(into.file, into.line, tuple(_indent(into) + x for x in lines), insert=True),),
-                             kind="recompute-in-step")
+            opts[0] = _build_again(f"if what computes `{path}` should be trained by every step's loss", lines, into)
         new = f"{base} = {_detached(got.group('rhs'))}"
         opts.append(Option(f"if `{path}` is fixed data that should not be trained",
                            f"Keep it detached: write `{new}` at {site_b.short()}.",
@@ -1598,6 +1582,27 @@ def _detach_at_later_use(f: Facts) -> Option | None:
     return None
 
 
+def _build_again(condition: str, lines: tuple, into: Site) -> Option:
+    """'Build it again inside the loop': `lines` (what made a kept value, what built the object or
+    container holding it) inserted just before `into`, the first line in the loop that uses it."""
+    return Option(condition, "Build it again inside the loop: add " + " and ".join(f"`{x}`" for x in lines)
+                  + f" just before {into.short()}.", "Each step builds its own graph for it, and backward frees only that.",
+                  (Edit(into.file, into.line, tuple(_indent(into) + x for x in lines), insert=True),), kind="recompute-in-step")
+
+
+def _parsed(file: str):
+    """(the lines of `file` as linecache has them, their ast), or None when unreadable or not Python."""
+    import ast
+
+    lines = linecache.getlines(file)
+    if not lines:
+        return None
+    try:
+        return lines, ast.parse("".join(lines))
+    except SyntaxError:
+        return None
+
+
 def _rebuild_owner(made: Site, path: str, until: Site):
     """For `obj.attr` (one attribute of a plain name) whose value was made at `made` and whose object is
     built by `obj = ...` a few lines below it, both before the loop: (the two lines, the first line in the
@@ -1865,13 +1870,10 @@ def _inplace_maker(site: Site):
     import ast
 
     called = set(re.findall(r"(?:self\.)?([A-Za-z_]\w*)(?:\[[^\]]*\])?\s*\(", site.code()))
-    lines = linecache.getlines(site.file)
-    if not called or not lines:
+    got = _parsed(site.file) if called else None
+    if got is None:
         return None
-    try:
-        tree = ast.parse("".join(lines))
-    except SyntaxError:
-        return None
+    lines, tree = got
     found = []
     for node in ast.walk(tree):
         if not isinstance(node, (ast.Assign, ast.AnnAssign)):
@@ -1908,13 +1910,10 @@ def _made_this_call(site: Site, outer: tuple = (), name: str | None = None) -> b
         if m is None:
             return False
         name = m.group(1)
-    lines = linecache.getlines(site.file)
-    if not lines:
+    got = _parsed(site.file)
+    if got is None:
         return False
-    try:
-        tree = ast.parse("".join(lines))
-    except SyntaxError:
-        return False
+    tree = got[1]
     scope = None
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.lineno <= site.line <= node.end_lineno:
@@ -1930,7 +1929,7 @@ def _made_this_call(site: Site, outer: tuple = (), name: str | None = None) -> b
     last = None
     for node in ast.walk(scope):
         if isinstance(node, ast.Assign) and node.end_lineno < site.line and any(
-                isinstance(t, ast.Name) and t.id == name for t in ast.walk(ast.Tuple(elts=node.targets))):
+                isinstance(t, ast.Name) and t.id == name for tg in node.targets for t in ast.walk(tg)):
             if last is None or node.lineno > last.lineno:
                 last = node
     if last is not None:
@@ -1965,13 +1964,10 @@ def _block_move(write_sites, before: Site) -> tuple[Site, int, int] | None:
     same block as `before` and above it: (its first line's Site, first line, last line)."""
     import ast
 
-    lines = linecache.getlines(before.file)
-    if not lines:
+    got = _parsed(before.file)
+    if got is None:
         return None
-    try:
-        tree = ast.parse("".join(lines))
-    except SyntaxError:
-        return None
+    tree = got[1]
 
     def body_with(node, line):
         for part in ("body", "orelse", "finalbody", "handlers"):
