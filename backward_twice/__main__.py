@@ -8,6 +8,7 @@ runs a module instead. Under torchrun: `torchrun --nproc-per-node=2 -m backward_
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import runpy
 import sys
@@ -64,8 +65,6 @@ def main(argv: list[str]) -> int:
 
         recorder = recording()
     else:
-        import contextlib
-
         recorder = contextlib.nullcontext()
     try:
         with recorder:
@@ -83,15 +82,39 @@ def main(argv: list[str]) -> int:
         _print_traceback(err)
         return 130
     except BaseException as err:
-        _print_traceback(err)
-        if any(text in str(err) for text in ABOUT):
-            from .diagnose import explain
+        with _sigterm_deferred():      # under torchrun, a rank that failed first has the others stopped
+            _print_traceback(err)
+            if any(text in str(err) for text in ABOUT):
+                from .diagnose import explain
 
-            sys.stderr.flush()
-            print("\n" + "=" * 30 + " backward_twice: what happened " + "=" * 30, file=sys.stderr)
-            print(explain(err).message, file=sys.stderr)
+                sys.stderr.flush()
+                print("\n" + "=" * 30 + " backward_twice: what happened " + "=" * 30, file=sys.stderr)
+                print(explain(err).message, file=sys.stderr)
         return 1
     return 0
+
+
+@contextlib.contextmanager
+def _sigterm_deferred():
+    """SIGTERM held back until the block ends: torchrun stops every other rank (SIGTERM, then SIGKILL
+    after a grace period) as soon as one rank fails, and each rank that failed too should still print its
+    own diagnosis. A SIGTERM that came in meanwhile ends the process once the block has finished."""
+    import signal
+
+    came: list = []
+    try:
+        old = signal.signal(signal.SIGTERM, lambda signum, frame: came.append(signum))
+    except ValueError:          # not the main thread: nothing to hold back
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
+        if came:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(1)
 
 
 if __name__ == "__main__":

@@ -103,6 +103,25 @@ def test_under_torchrun_each_rank_prints_its_diagnosis(project):
     assert out.stderr.count("carried by: total") == 2, out.stderr[-3000:]
 
 
+def test_a_stop_signal_while_it_explains_waits_for_the_diagnosis(project):
+    """torchrun stops the other ranks (SIGTERM) as soon as one fails: a rank that is printing its own
+    diagnosis finishes it first, then exits 1. Here the script's own thread sends the signal once the
+    diagnosis has begun (its module imported), so the timing is not left to chance."""
+    (project / "stopped.py").write_text(textwrap.dedent("""
+        import os, signal, sys, threading, time
+
+        def stop_when_explaining():
+            while "backward_twice.diagnose" not in sys.modules:
+                time.sleep(0.001)
+            os.kill(os.getpid(), signal.SIGTERM)
+
+        threading.Thread(target=stop_when_explaining, daemon=True).start()
+    """) + FAILING)
+    out = run(project, "stopped.py")
+    assert out.returncode == 1, (out.returncode, out.stderr[-2000:])
+    assert "carried by: total" in out.stderr and "rule: running-total" in out.stderr
+
+
 def test_import_is_lazy():
     """`import backward_twice` imports no torch; asking for draw imports torch but not matplotlib or
     pygraphviz (those load when a picture is laid out or a chart drawn)."""
