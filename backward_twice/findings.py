@@ -837,8 +837,6 @@ def rule_step_between(f: Facts) -> Finding | None:
     block, below = _block_move_outer((s.site, *s.outer), f.failed)
     if block is not None:
         import dataclasses
-        import linecache
-
         s = dataclasses.replace(s, site=block[0])
         if keep is not None:
             end = _statement_end(below)
@@ -1736,8 +1734,6 @@ def rule_inplace_recorded(f: Facts) -> Finding | None:
         move, step_site, below, lines_moved = (), w.site, f.failed.site if f.failed is not None else None, []
         block, below = _block_move_outer((w.site, *w.outer), f.failed)
         if block is not None:       # the step's statement in the failing call's block (a wrapper's caller)
-            import linecache
-
             step_site = block[0]
             # every step that wrote a tensor this graph saved moves, in its order (SAC: both critics)
             blocks = {block[1]: block}
@@ -2038,6 +2034,10 @@ def _persistent_write(f: Facts, w, t) -> Finding | None:
                                      for x in (m[0], *(m[3] if len(m) > 3 else ()))):
                 moved = None
                 break
+    headline = (f"`{w.op}` at {w.site.short()} wrote in place into a tensor that lasts beyond this step{name_words} "
+                f"after the forward had saved it and before {f.failed.words()} (version {w.before} -> {w.after}); "
+                "backward needs it as it was.")
+    recorded = f"The write was recorded at {w.site}: the tensor's version went from {w.before} to {w.after}."
     if moved is None and (_in_forward(f, w.site) or any(_in_forward(f, o) for o in w.outer)):
         # the write is part of this loss's forward (nn.Embedding(max_norm=...) renormalising the rows it
         # looks up; a power iteration inside the second of two calls whose outputs the loss adds): it
@@ -2052,30 +2052,20 @@ def _persistent_write(f: Facts, w, t) -> Finding | None:
                        "size until the backward has run.", tuple(e for _, _, e in reads),
                        kind="out-of-place" if t.requires_grad else "no-data-write")]
         return Finding(
-            "inplace-write",
-            f"`{w.op}` at {w.site.short()} wrote in place into a tensor that lasts beyond this step{name_words} after "
-            f"the forward had saved it and before {f.failed.words()} (version {w.before} -> {w.after}); backward "
-            "needs it as it was.",
-            evidence=[f"The write was recorded at {w.site}: the tensor's version went from {w.before} to {w.after}.",
-                      "The write is made by a call of this loss's forward (a node of its graph was made there)."],
+            "inplace-write", headline,
+            evidence=[recorded, "The write is made by a call of this loss's forward (a node of its graph was made there)."],
             options=opts, confidence="certain", culprit=names[0] if names else None, culprits=names)
     edits, where = (), f"`{w.site.code()}` at {w.site.short()}"
     if moved is not None:
         first, a, b = moved
-        import linecache
-
         text = [linecache.getline(first.file, n).rstrip("\n") for n in range(a, b + 1)]
         end = _statement_end(f.failed.site)
         edits = (*(Edit(first.file, n, ()) for n in range(a, b + 1)),
                  Edit(first.file, end + 1, tuple(text), insert=True))
         where = f"the statement at {first.short()} (`{first.code()}`)" if (a, b) != (w.site.line, w.site.line) else where
     return Finding(
-        "inplace-write",
-        f"`{w.op}` at {w.site.short()} wrote in place into a tensor that lasts beyond this step{name_words} after "
-        f"the forward had saved it and before {f.failed.words()} (version {w.before} -> {w.after}); backward "
-        "needs it as it was.",
-        evidence=[f"The write was recorded at {w.site}: the tensor's version went from {w.before} to {w.after}.",
-                  "The tensor is a leaf (a parameter, a buffer or a tensor you keep): writing out of place "
+        "inplace-write", headline,
+        evidence=[recorded, "The tensor is a leaf (a parameter, a buffer or a tensor you keep): writing out of place "
                   "would only rebind a name and leave it unchanged."],
         options=[Option("", (f"Make the write after the backward: move {where} below {f.failed.site.short()}."
                              if moved is not None else
@@ -2125,9 +2115,6 @@ def _copy_at_read(f: Facts, names: list, site: Site) -> Option:
                   kind="no-data-write")
 
 
-ANY_STORAGE = "any"     # _graph_reads: a tensor whose storage is not known (no f.written): any written one
-
-
 def _graph_reads(f: Facts, wanted: dict) -> list:
     """[(the line with `.clone()` after each name, its Site, the Edit)]: for each node of the failing graph
     whose saved tensor was written in place (its storage a key of `wanted`), the line of yours that made
@@ -2142,7 +2129,7 @@ def _graph_reads(f: Facts, wanted: dict) -> list:
             if how != "error" or "inplace" not in str(value):
                 continue
             t = raw_saved_tensor(fn, slot)
-            key = ANY_STORAGE if ANY_STORAGE in wanted else None if t is None else _storage(t)
+            key = None if t is None else _storage(t)
             if t is None or key not in wanted:
                 continue
             m = made_at(fn)
@@ -2165,14 +2152,6 @@ def _graph_reads(f: Facts, wanted: dict) -> list:
 def _bare(name: str) -> str:
     """A pattern for `name` read as a value, not called, indexed or already copied."""
     return rf"(?<![\w.]){re.escape(name)}(?![\w(\[])(?!\.clone)"
-
-
-def _graph_read_of(f: Facts, names: list):
-    """(the line with `.clone()` after the tensor's name, its Site, the Edit) for the node of the failing
-    graph that saved the written tensor (f.written), when its line of yours names it once; else None."""
-    key = _storage(f.written) if f.written is not None else None
-    reads = _graph_reads(f, {ANY_STORAGE if key is None else key: list(names)})
-    return reads[0] if reads else None
 
 
 def _detach_from_changed(f: Facts, w) -> Option | None:
