@@ -365,9 +365,10 @@ def _saved_totals(snap: Snapshot, node_ids) -> dict:
     return {"n": sum(1 for _ in snap.saved_tensors(ops)), "memory": snap.memory(ops)}
 
 
-def _money(t: dict) -> str:
-    """'3 saved, 296.0 KiB held (8.0 KiB activations), 1.0 KiB freed' (MemoryTotals.brief)."""
-    return f"{t['n']} saved, {t['memory'].brief()}"
+def _money(t: dict, short: bool = False) -> str:
+    """'3 saved, 296.0 KiB held (8.0 KiB activations), 1.0 KiB freed' (MemoryTotals.brief; short: its
+    short form, for a box of totals only)."""
+    return f"{t['n']} saved, {t['memory'].brief(short)}"
 
 
 def module_groups(snap: Snapshot, ids: dict, rec: ModuleRecording, param_names: dict,
@@ -654,9 +655,10 @@ def _detail_grouping(full, groups, drawn: Collapsed, param_names) -> render.Grou
     return _grouping(snap, of, clusters, drawn.boxes, drawn.box_edges, param_names)
 
 
-def _cluster_label(full, groups, key) -> list[Span]:
+def _cluster_label(full, groups, key, short: bool = False) -> list[Span]:
     totals = _saved_totals(full, _subtree(groups, key))    # collapsed blocks included
-    return [Span(groups[key].call.label, bold=True), Span(br=True, br_align=None), Span(_money(totals), size=10)]
+    return [Span(groups[key].call.label, bold=True), Span(br=True, br_align=None),
+            Span(_money(totals, short), size=10)]
 
 
 def _grouping(snap, of, clusters, boxes, box_edges, param_names) -> render.Grouping:
@@ -733,7 +735,7 @@ def overview_dot(full: Snapshot, groups: dict, drawn: Collapsed, param_names: di
         snap, ops={k: v for k, v in snap.ops.items() if k not in gone},
         tensors={k: v for k, v in snap.tensors.items() if k not in gone}, edges=edges,
         cut_at=[c for c in snap.cut_at if c not in gone], **_focus_boxes_into(snap, gone))
-    clusters = {k: (groups[k].call.parent, _cluster_label(full, groups, k))
+    clusters = {k: (groups[k].call.parent, _cluster_label(full, groups, k, short=compact))
                 for k in sorted(groups, key=lambda k: groups[k].call.start)
                 if (depth[k] < level) or k in opened}
     of = {}
@@ -751,14 +753,16 @@ def overview_dot(full: Snapshot, groups: dict, drawn: Collapsed, param_names: di
             of[bid] = parent
     run_boxes = {k: v for k, v in drawn.boxes.items() if k not in gone}
     grouping = _grouping(small, of, clusters, {**run_boxes, **boxes}, box_edges, param_names)
-    states = {s.state for _, s in full.saved_tensors()}
-    extra = tuple((colour, words) for state, colour, words in (
-        (SavedState.HELD, render.HELD, "saved tensor held in memory"),
-        (SavedState.FREED, render.FREED, "saved tensor FREED by backward"),
-        (SavedState.RECOMPUTED, render.VALUE, DETAILS["recomputed"]))     # grey: one 'details' entry
-        if state in states and state not in {s.state for _, s in small.saved_tensors()})
-    if full.shared_buffers() and not small.shared_buffers():
-        extra += ((render.VALUE, DETAILS["shared"]),)
+    extra = ()      # the colours the call boxes' rows use (a compact box has none: its totals, in words)
+    if not compact:
+        states = {s.state for _, s in full.saved_tensors()}
+        extra = tuple((colour, words) for state, colour, words in (
+            (SavedState.HELD, render.HELD, "saved tensor held in memory"),
+            (SavedState.FREED, render.FREED, "saved tensor FREED by backward"),
+            (SavedState.RECOMPUTED, render.VALUE, DETAILS["recomputed"]))     # grey: one 'details' entry
+            if state in states and state not in {s.state for _, s in small.saved_tensors()})
+        if full.shared_buffers() and not small.shared_buffers():
+            extra += ((render.VALUE, DETAILS["shared"]),)
     # an opened call's parameters sit below the boxes that feed it, not beside them at the top
     feeding = {a for a, b in box_edges if a in boxes and b not in boxes and b in small.ops}
     params = [t.id for t in small.tensors.values() if t.id in grouping.params and of.get(t.id) in opened]
@@ -766,7 +770,8 @@ def overview_dot(full: Snapshot, groups: dict, drawn: Collapsed, param_names: di
     if stack:       # branches side by side (heads of one trunk, their losses) one below the other
         grouping.invisible += _fan_out_pairs(small, box_edges)
     return render.to_dot(small, title, grouping=grouping, marks=render.Marks(
-        legend=extra + ((render.CLUSTER, COMPACT_HINT if compact else OVERVIEW_HINT),), compact=module_focus or compact))
+        legend=extra + ((render.CLUSTER, COMPACT_HINT if compact else OVERVIEW_HINT),), compact=module_focus or compact,
+        totals=compact))
 
 
 def _boxed(groups, depth=None) -> tuple[int, list]:
@@ -819,7 +824,7 @@ def _call_box(full: Snapshot, groups: dict, run: list, param_names: dict, compac
     key = run[0]
     call = groups[key].call
     every = [n for k in run for n in _subtree(groups, k)]
-    totals = _money(_saved_totals(full, every))
+    totals = _money(_saved_totals(full, every), short=compact)
     if len(run) > 1:
         last = groups[run[-1]].call.path
         each = _saved_totals(full, _subtree(groups, key))["n"]

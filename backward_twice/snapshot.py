@@ -209,21 +209,28 @@ class MemoryTotals:
             parts.append(f"{fmt_bytes(self.held['unknown'])} of unknown origin")
         return f"held {fmt_total(total, self.held_unknown)}: " + ", ".join(parts)
 
-    def brief(self) -> str:
+    def brief(self, short: bool = False) -> str:
         """'296.0 KiB held (8.0 KiB activations)', '121.5 KiB freed (40.0 KiB of it still held
         elsewhere)': one line for a box that stands for several ops (a module call, a folded run);
-        a freed size no walk saw is never 0 B."""
+        a freed size no walk saw is never 0 B. short: '0 B held, ' left out when something was freed
+        (a box of totals only, in a picture whose width is tight)."""
         out = f"{fmt_total(sum(self.held.values()), self.held_unknown)} held"
+        if short and not sum(self.held.values()) and not self.held_unknown and (self.freed or self.freed_unknown):
+            return self._freed_words(short).removeprefix(", ")
         if self.by_reference or self.in_function:
             inside = f", {fmt_bytes(self.in_function)} kept by an autograd.Function" if self.in_function else ""
             out += f" ({fmt_bytes(self.activations)} activations{inside})"
+        return out + self._freed_words(short)
+
+    def _freed_words(self, short: bool = False) -> str:
         if self.freed:
-            out += f", {fmt_total(self.freed, self.freed_unknown)} freed"
+            out = f", {fmt_total(self.freed, self.freed_unknown)} freed"
             if self.freed_kept:      # the graph let go, but a leaf or a variable still holds it
-                out += f" ({fmt_bytes(self.freed_kept)} of it still held elsewhere)"
-        elif self.freed_unknown:
-            out += f", {self.freed_unknown} freed (size{'s' * (self.freed_unknown > 1)} unknown)"
-        return out
+                out += f" ({fmt_bytes(self.freed_kept)}{'' if short else ' of it'} still held elsewhere)"
+            return out
+        if self.freed_unknown:
+            return f", {self.freed_unknown} freed (size{'s' * (self.freed_unknown > 1)} unknown)"
+        return ""
 
 
 @dataclass

@@ -420,3 +420,50 @@ def test_a_module_picture_too_large_to_draw_whole_says_which_path_to_focus_next(
         loss = net(torch.randn(5, 4)).pow(2).sum()
     small = draw(loss, modules=net)
     assert small.form == "ops" and "focus next" not in small.text
+
+
+class MessagePassing(nn.Module):
+    """A GNN whose message passing is written in its own forward, between its Linear calls: most of its
+    ops (index, index_add, div, relu, each saving tensors) belong to no call inside it."""
+
+    def __init__(self, d=8, layers=3):
+        super().__init__()
+        self.lins = nn.ModuleList(nn.Linear(d, d) for _ in range(layers))
+
+    def forward(self, x, src, dst):
+        deg = torch.zeros(x.shape[0]).index_add(0, dst, torch.ones(dst.shape[0])).clamp(min=1)
+        for lin in self.lins:
+            x = torch.relu(torch.zeros_like(x).index_add(0, dst, lin(x)[src]) / deg[:, None])
+        return x
+
+
+def test_a_compact_overview_counts_the_ops_between_calls_as_a_call_box_does():
+    torch.manual_seed(0)
+    net, x = MessagePassing(), torch.randn(10, 8)
+    src, dst = torch.randint(0, 10, (30,)), torch.randint(0, 10, (30,))
+    with record_modules(net):
+        out = net(x, src, dst).sum()
+
+    def runs(dot):
+        return [re.sub(r"<[^>]+>", "", lab) for lab in re.findall(r"chain_op\d+ \[label=<(.*?)>\]", dot)]
+
+    # each run of ops between two Linear calls is one box: its ops named in order, their totals in words
+    before = runs(draw(out, modules=net).overview(False, True))
+    saving = [r for r in before if "saved" in r]
+    assert len(saving) == 3, before
+    for r in saving:       # index, source, other, result: 4 ops, 5 slots
+        assert re.fullmatch(r"Index \u2192 IndexAdd \u2192 Div \u2192 Relu5 saved, [\d.]+ KiB held \(.*\)", r), r
+    out.backward()
+    after = draw(out, modules=net)
+    dot = after.overview(False, True)
+    # after backward: what each run freed, '0 B held' left out of the box (the text form keeps it)
+    assert sum(bool(re.search(r"5 saved, [\d.]+ (KiB|B) freed", r)) for r in runs(dot)) == 3, runs(dot)
+    assert not any("0 B held" in r for r in runs(dot)) and "0 B held" in after.text
+    # the legend says what the solid box of totals is; no row of saved tensors is drawn, so no colour of one
+    assert "ops outside the module calls, their totals" in dot
+    assert "saved tensor FREED by backward" not in dot and "grey text" not in dot
+    # every node an edge names is a drawn box (an ordering edge to a folded op is not a bare label)
+    for form in (dot, after.overview(True, True)):
+        used = {n for a, b in re.findall(r"^\t+(\w+) -> (\w+)", form, re.M) for n in (a, b)}
+        assert used <= set(re.findall(r"^\t+(\w+) \[label=", form, re.M))
+    assert fits(render.svg_from_dot(dot))

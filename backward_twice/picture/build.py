@@ -18,7 +18,7 @@ from . import (
     step_colours,
     transposes,
 )
-from .legend import columns, features
+from .legend import ROW_KEYS, columns, features, row_keys
 from .marks import NO_MARKS, Grouping, Marks
 from .scene import Scene
 from .snapshot_boxes import base_scene
@@ -46,7 +46,7 @@ def scene_of(snap: Snapshot, title=None, highlight=(), marks: Marks = NO_MARKS, 
     cap.add_more_box(scene, snap)
     focus.add_above_box(scene, snap)
     focus.add_outside_box(scene, snap)
-    chained = chains.fold(scene, snap) if marks.compact else 0
+    chained = chains.fold(scene, snap, totals=marks.totals) if marks.compact else 0
     if marks.compact:
         focus.compact_params(scene, snap)
     step_colours.thicken(scene, marks)
@@ -61,7 +61,11 @@ def scene_of(snap: Snapshot, title=None, highlight=(), marks: Marks = NO_MARKS, 
         if region.REGION in scene.boxes:
             keys = [*keys, "region"]
         if chained:
-            keys = [*keys, "chain"]
+            kinds = {"ops" if b.table.style is None else "chain" for b in scene.boxes.values() if b.kind == "chain"}
+            keys = [*keys, *sorted(kinds, reverse=True)]
+        if marks.totals:        # rows of saved tensors drawn only in the op boxes left: their keys only
+            keys = [k for k in keys if k not in ROW_KEYS or k in row_keys(snap, [b for b in scene.boxes
+                                                                                   if b in snap.ops])]
         scene.legend = palette.entries(keys, marks.legend)
         scene.legend_columns = columns(scene.legend)
     return scene

@@ -4,7 +4,11 @@ names its ops in order: 'View → Transpose → Expand → View' (dashed: the le
 when it is the one use of the op before it, after that op's name: 'BmmBackward0  then UnsafeView →
 Add (no tensor saved)'. A module drawn by path (focus='h.3.attn') that does not fit op by op is drawn
 so, compact (Marks.compact: its ops' settings, such as 'dim = -1', are left out too); the text form
-keeps every op and setting."""
+keeps every op and setting.
+A module overview of totals only (Marks.totals: a UNet's pools and concats, a GNN's message passing
+written in the model's own forward, between its call boxes) draws every run of ops outside the call
+boxes so, whether they saved tensors or not, one box each: its ops named, and one line of totals
+('2 saved, 24.0 KiB freed') as a call box has: a row per saved tensor would make the picture too tall."""
 from __future__ import annotations
 
 import re
@@ -18,7 +22,7 @@ PER_LINE = 4        # op names on one line of a chain's box
 THEN_PER_LINE = 5   # on one line after the name of the op a chain is the one use of
 
 
-def fold(scene: Scene, snap: Snapshot) -> int:
+def fold(scene: Scene, snap: Snapshot, totals: bool = False) -> int:
     """Fold every chain of op boxes that saved no tensor and named no tensor, each but the first fed
     only by the one before it, each but the last feeding only the next: into the first line of the
     op box before it when the chain is that op's one use ('AddmmBackward0  then View → Split (no
@@ -35,13 +39,15 @@ def fold(scene: Scene, snap: Snapshot) -> int:
         op = snap.ops.get(bid)
         box = scene.boxes.get(bid)
         return (op is not None and box is not None and box.kind == "op" and not op.produces
-                and not any(s.is_tensor for s in op.saved))
+                and (totals or not any(s.is_tensor for s in op.saved)))
 
     def next_in_chain(bid: str) -> str | None:
         out = outs.get(bid, [])
         if len(out) != 1 or out[0].tail_mark is not None:
             return None
         nxt = out[0].head
+        if totals and scene.boxes[nxt].cluster != scene.boxes[bid].cluster:
+            return None
         return nxt if quiet(nxt) and len(ins.get(nxt, [])) == 1 else None
 
     chains, taken = [], set()
@@ -65,7 +71,10 @@ def fold(scene: Scene, snap: Snapshot) -> int:
         pred = before[0].tail if len(before) == 1 and before[0].tail_mark is None else None
         pred_box = scene.boxes.get(pred) if pred is not None else None
         names = [snap.ops[b].name for b in chain]
-        if pred_box is not None and pred_box.kind == "op" and len(outs.get(pred, [])) == 1:
+        if totals:
+            cid = f"chain_{chain[0]}"
+            scene.add(Box(cid, totals_table(names, snap, chain), "chain", cluster=scene.boxes[chain[0]].cluster))
+        elif pred_box is not None and pred_box.kind == "op" and len(outs.get(pred, [])) == 1:
             # what its one user does next, beside its name: no rank, no line of its own
             pred_box.table.rows[0][0].spans += _then(names)
             cid = pred
@@ -80,6 +89,7 @@ def fold(scene: Scene, snap: Snapshot) -> int:
         folded += len(chain)
     if not folded:
         return 0
+    scene.moved.update(to_box)
     edges = []
     for e in scene.edges:
         tail, head = to_box.get(e.tail, e.tail), to_box.get(e.head, e.head)
@@ -110,6 +120,19 @@ def _arrows(names: list[str], first: str = "", per_line: int = PER_LINE) -> list
 def short(op_name: str) -> str:
     """'TransposeBackward0' -> 'Transpose'."""
     return re.sub(r"Backward\d*$", "", op_name)
+
+
+def totals_table(names: list[str], snap: Snapshot, chain: list[str]) -> Table:
+    """A run of ops in a module overview of totals: their short names in order (even one op's: the
+    width of a UNet's overview is tight), and what they
+    saved, counted as a call box counts it ('5 saved, 0 B held, 1.8 KiB freed'); nothing saved: the
+    names only. Solid when they saved tensors (the legend's 'ops'), dashed when not ('chain')."""
+    n = sum(1 for _ in snap.saved_tensors(chain))
+    if not n:
+        return chain_table(names)
+    rows = [[Cell([*_arrows(names), Span(br=True)], bg=OP, size=10, align="LEFT")],
+            [Cell([Span(f"{n} saved, {snap.memory(chain).brief(short=True)}")], size=10, align="LEFT")]]
+    return Table(rows, cellpadding=3, colour=EDGE)
 
 
 def chain_table(names: list[str]) -> Table:

@@ -1,7 +1,7 @@
 """Which marks a picture uses: its legend lists exactly those (palette.LEGEND says what each means)."""
 from __future__ import annotations
 
-from ..snapshot import NAMED_TENSOR_ROLES, Role, SavedState
+from ..snapshot import NAMED_TENSOR_ROLES, Role, SavedState, Snapshot
 from .far_uses import far_leaf_uses
 from .marks import Marks
 from .transposes import folded_transposes
@@ -49,6 +49,24 @@ def features(snaps, marks: Marks, grouping=None) -> list[str]:
     elif any(snap.above is not None for snap in snaps):
         present.append("above")
     return present
+
+
+ROW_KEYS = ("held", "freed", "modified", "recomputed", "shared")     # what rows of saved tensors show
+
+
+def row_keys(snap: Snapshot, ops) -> set[str]:
+    """The ROW_KEYS the rows of these ops' saved tensors draw (a module overview of totals draws rows only
+    in the op boxes it did not fold: Marks.totals)."""
+    slots = list(snap.saved_tensors(ops))
+    saved = [s for _, s in slots]
+    shared = {(op.id, s.slot) for slots in snap.shared_buffers().values() for op, s in slots}
+    return {k for k, present in (
+        ("held", any(s.state is SavedState.HELD and not s.modified for s in saved)),
+        ("freed", any(s.state is SavedState.FREED for s in saved)),
+        ("modified", any(s.modified for s in saved)),
+        ("recomputed", any(s.state is SavedState.RECOMPUTED for s in saved)),
+        ("shared", any((op.id, s.slot) in shared for op, s in slots)),
+    ) if present}
 
 
 # A legend as wide as this never makes its picture shrink at notebook width (860 px = 645 pt).

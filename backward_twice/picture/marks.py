@@ -14,6 +14,9 @@ class Marks:
     other box faded; region: boxes more than one edge from the spotlight folded into one count (region.py);
     compact: a module drawn by path, compact: chains of ops that saved no tensor folded (chains.py), settings
     left to the text form, parameters on one line each (focus.compact_params);
+    totals: a module overview of totals only (compact call boxes): with compact, every run of ops outside
+    the call boxes is one box too, whether they saved tensors or not, its ops named and its saved tensors
+    counted as a call box counts them (chains.fold);
     notes: {id: one line}, a recorded fact about a box ('made at train.py:12, step 3'), drawn as the
     box's last row, word for word (the caller words it; the picture never shortens or drops it);
     tags: {id: a short word}, what a box's fill means ('step 2'), drawn on its first row: no
@@ -28,6 +31,7 @@ class Marks:
     spotlight: frozenset = frozenset()     # when set, every other box is faded: the change stands out
     region: bool = False                   # only the spotlight and its neighbours drawn, the rest counted
     compact: bool = False                  # a module drawn by path, compact (chains.py, focus.compact_params)
+    totals: bool = False                   # with compact: ops outside the call boxes as totals (chains.py)
     notes: Mapping[str, str] = field(default_factory=dict)
     tags: Mapping[str, str] = field(default_factory=dict)
 

@@ -20,5 +20,12 @@ def group(scene: Scene, grouping: Grouping) -> None:
 
 def order_only(scene: Scene, grouping: Grouping) -> None:
     """Invisible edges that only order the layout (an opened call's parameters below the boxes
-    that feed it; branches one below the other)."""
-    scene.edges.extend(Edge(a, b, style="invis") for a, b in grouping.invisible)
+    that feed it; branches one below the other). A node folded into another box (a chain) orders
+    that box; an edge inside one box, or to a node not drawn, is left out (Graphviz would draw such
+    a node as a bare label)."""
+    seen = set()
+    for a, b in grouping.invisible:
+        a, b = scene.moved.get(a, a), scene.moved.get(b, b)
+        if a != b and a in scene.boxes and b in scene.boxes and (a, b) not in seen:
+            seen.add((a, b))
+            scene.edges.append(Edge(a, b, style="invis"))

@@ -84,6 +84,7 @@ LEGEND = {
     "above": (swatch(colour=CLUSTER, style="dashed", border=1), "nodes from the focus to the roots, counted"),
     "outside": (swatch(colour=CLUSTER, style="dashed", border=1), "nodes outside the module (in, above), counted"),
     "chain": (swatch(OP, colour=EDGE, style="dashed", border=1), "A \u2192 B: ops in a chain, none saved a tensor"),
+    "ops": (swatch(OP, colour=EDGE, border=1), "A \u2192 B: ops outside the module calls, their totals"),
     "region": (swatch(colour=CLUSTER, style="dashed", border=1), "unchanged nodes, counted, not drawn"),
 }
 

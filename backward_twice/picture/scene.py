@@ -112,6 +112,7 @@ class Scene:
     framed_title: bool = False         # the title labels a cluster of everything (legend below)
     title_on_top: bool = False         # the title as the graph's label (no legend in the graph)
     notes: list[str] = field(default_factory=list)   # what a pass simplified, for the text form
+    moved: dict[str, str] = field(default_factory=dict)   # a box folded into another (chains.fold): its id -> that box's
 
     def add(self, box: Box) -> Box:
         self.boxes[box.id] = box
