@@ -33,6 +33,8 @@ def test_corpus_size_and_split():
     assert not set(harness.programs("heldout_r3")) & set(harness.programs()), "heldout_r3 is left out by default"
     assert not set(harness.programs("heldout_r4")) & set(harness.programs()), "heldout_r4 is left out by default"
     assert not set(harness.programs("heldout_r5")) & set(harness.programs()), "heldout_r5 is left out by default"
+    assert len(harness.programs("heldout_r6")) == 10
+    assert not set(harness.programs("heldout_r6")) & set(harness.programs()), "heldout_r6 is left out by default"
     assert len({p.stem for p in ALL}) == len(ALL), "program names must be unique across splits"
 
 
