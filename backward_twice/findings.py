@@ -646,9 +646,37 @@ def _retain_option(f: Facts, condition: str = "", consequence: str = "") -> Opti
     if got is None:
         return None
     new, edit = got
+    again = _loop_around(f.failed.site, f.freer.site) if f.failed is not None else None
+    if again is not None:       # the later call runs again before the step ends: each pass frees it too
+        more = _with_kwarg(f.failed.site, "retain_graph=True")
+        if more is not None:
+            return Option(condition, f"Keep the graph at the first call and at the calls of the loop at "
+                          f"{again.short()}: write `{new}` at {f.freer.site.short()} and `{more[0]}` at "
+                          f"{f.failed.site.short()}.", "Every loss's gradients reach it; the buffers stay in "
+                          "memory until the last of those calls has run through them.", (edit, more[1]),
+                          kind="retain-or-sum")
     return Option(condition, f"Keep the graph at the first call: write `{new}` at {f.freer.site.short()}.",
                   consequence or "The buffers stay in memory until the second call has run through them.",
                   (edit,), kind="retain-or-sum")
+
+
+def _loop_around(site: Site, outside: Site) -> Site | None:
+    """The innermost `for`/`while` whose body holds `site` but not `outside` (in the same function), as
+    a Site of its first line: a backward at `site` runs again there, before the code at `outside` does."""
+    import ast
+
+    got = _parsed(site.file) if site.file == outside.file else None
+    if got is None:
+        return None
+    lines, tree = got
+    best = None
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.For, ast.While, ast.AsyncFor)) and node.body:
+            first, last = node.body[0].lineno, node.body[-1].end_lineno
+            if first <= site.line <= last and not (node.lineno <= outside.line <= last):
+                if best is None or node.lineno > best.lineno:
+                    best = node
+    return None if best is None else dataclasses.replace(site, line=best.lineno)
 
 
 def rule_read_after_backward(f: Facts) -> Finding | None:
@@ -967,9 +995,10 @@ def rule_reused_after_backward(f: Facts) -> Finding | None:
                            "through time; the state still carries its values forward)",
                            fix, "Each backward stops at the start of its step; memory stays flat.",
                            (edit,), kind="detach-carried"),
-                    Option("if each sequence, episode or task should start fresh",
-                           _reset_words(f, groups), "No value or gradient crosses from one to the next.",
-                           kind="reset-per-episode")]
+                    _reset_option(f, groups)]
+            each = _detach_each_pass(f, groups)
+            if each is not None:
+                opts.append(each)
             return Finding(
                 "carried-across-steps",
                 f"{', '.join(f'`{n}`' for n in groups)} carr{'y' if len(groups) > 1 else 'ies'} the graph of "
@@ -1003,6 +1032,8 @@ def rule_reused_after_backward(f: Facts) -> Finding | None:
                 continue
             line = s.code()
             into = _first_line_naming(s, p, f.failed.site)
+            if into is not None and _reads_freed(f, line.split("=", 1)[-1]):
+                into = None          # made from values whose graph that backward freed: made again, it fails too
             if into is not None:
                 opts.append(Option(f"if `{p}` should be trained by every step's loss",
                                    f"Compute it again inside the loop: add `{line}` just before {into.short()}.",
@@ -1045,7 +1076,16 @@ def rule_reused_after_backward(f: Facts) -> Finding | None:
             options=opts, confidence="depends", culprit=list(groups)[0], culprits=list(groups),
             how_to_tell="Should each step's loss use the entries earlier steps added?"
             if any(o.kind == "reset-per-episode" for o in opts) else "Should each step's loss train what computes it?")
-    # two different backward lines: a later loss reuses part an earlier loss's backward freed
+    # two different backward lines: a later loss reuses part an earlier loss's backward freed. An entry
+    # of a dict or list is named as the loss reads it (`outs['head']`), not by its container
+    entries = {path: (obj, site, step) for path, _t, site, step in f.carriers
+               if path != container_of(f.ns, path)[0] and _ITEM_PATH.fullmatch(path)
+               and isinstance(obj := _resolve(f.ns, path), torch.Tensor)}
+    if entries and len(entries) == len(f.carriers):
+        groups = entries
+        carried_words = "; ".join(f"`{p}` (made at {s.short() if s else 'a line not recorded'}"
+                                  f"{'' if st is None else f', in optimizer step {st}'})"
+                                  for p, (o, s, st) in groups.items())
     opts = []
     unsafe = _stepped_old(f)
     for path, site in f.uses:             # the earlier loss should not train what made it
@@ -1106,6 +1146,98 @@ def rule_reused_after_backward(f: Facts) -> Finding | None:
         f"used again by {f.failed.words()}; that first call freed {_freed_words(f)}.",
         evidence=evidence, options=opts, confidence="depends", culprit=list(groups)[0], culprits=list(groups),
         how_to_tell="Which networks should each of the two losses train?")
+
+
+def _reset_option(f: Facts, groups: dict) -> Option:
+    """'Start fresh', in words; with an edit when every carrier is a name given its first value by a
+    statement just before the loop the backward runs in (`state = None`): that statement again at the
+    start of each pass, for when each pass starts a new sequence (a batch of whole episodes)."""
+    words = _reset_words(f, groups)
+    start = _first_values(f, list(groups)) if f.failed is not None else None
+    if start is None:
+        return Option("if each sequence, episode or task should start fresh", words,
+                      "No value or gradient crosses from one to the next.", kind="reset-per-episode")
+    loop, first, lines = start
+    return Option("if each sequence, episode or task should start fresh",
+                  f"{words.removesuffix('.')}: where each pass of the loop at {loop.short()} starts new ones, add "
+                  + " and ".join(f"`{x}`" for x in lines) + f" just before {first.short()}, as before the loop.",
+                  "No value or gradient crosses from one to the next.",
+                  (Edit(first.file, first.line, tuple(_indent(first) + x for x in lines), insert=True),),
+                  kind="reset-per-episode")
+
+
+def _first_values(f: Facts, paths: list):
+    """(the loop's Site, the Site of its body's first line, the lines) when each of `paths` is a name set,
+    by a one-line statement in the block that holds the loop around the failing call, before that loop
+    (`state = None`, `h = torch.zeros(1, 16)`); None otherwise."""
+    import ast
+
+    site = f.failed.site
+    got = _parsed(site.file)
+    if got is None or not all(re.fullmatch(r"[A-Za-z_]\w*", p) for p in paths):
+        return None
+    lines, tree = got
+    loops = [n for n in ast.walk(tree) if isinstance(n, (ast.For, ast.While)) and n.body
+             and n.body[0].lineno <= site.line <= n.body[-1].end_lineno]
+    if not loops:
+        return None
+    loop = max(loops, key=lambda n: n.lineno)
+    block = next((getattr(n, part) for n in ast.walk(tree) for part in ("body", "orelse")
+                  if isinstance(getattr(n, part, None), list) and loop in getattr(n, part)), None)
+    if block is None:
+        return None
+    made = []
+    for p in paths:
+        stmt = next((s for s in reversed(block[:block.index(loop)]) if isinstance(s, ast.Assign)
+                     and any(isinstance(x, ast.Name) and x.id == p for x in s.targets)), None)
+        if stmt is None or stmt.lineno != stmt.end_lineno or len(stmt.targets) != 1 or not isinstance(stmt.targets[0], ast.Name):
+            return None          # `h, c = ...` or a statement over several lines: said in words
+        made.append(Site(site.file, stmt.lineno, site.function).code())
+    first = Site(site.file, loop.body[0].lineno, site.function)
+    return Site(site.file, loop.lineno, site.function), first, tuple(dict.fromkeys(made))
+
+
+def _reads_freed(f: Facts, code: str) -> bool:
+    """Whether `code` reads a tensor (or a list, tuple or dict of them: `torch.stack(memory.logprobs)`)
+    whose graph a backward freed: computing it again would backward through freed buffers again."""
+    for name in dict.fromkeys(re.findall(r"(?<![\w.])([A-Za-z_][\w.]*)(?![\w(])", code)):
+        v = _resolve(f.ns, name)          # None when unreadable: nothing known
+        items = list(v.values()) if isinstance(v, dict) else list(v) if isinstance(v, (list, tuple)) else [v]
+        for t in items[:1000]:
+            fn = getattr(t, "grad_fn", None) if isinstance(t, torch.Tensor) else None
+            if fn is not None and (fn in f.old or freed_by(fn) is not None):
+                return True
+    return False
+
+
+def _detach_each_pass(f: Facts, groups: dict) -> Option | None:
+    """For state updated again and again inside the step, in a loop of its own (`coords = coords +
+    flow_head(net)` in a refinement loop, RAFT's): detaching it at the start of every pass of that loop
+    also cuts what the step before carried in, and each update then trains through its own pass only."""
+    for p, (_o, s, _st) in groups.items():
+        if s is None or not re.fullmatch(r"[A-Za-z_]\w*", p) or f.freer is None:
+            continue
+        loop = _loop_around(s, f.freer.site)
+        if loop is None or not re.match(rf"{p}\s*=[^=]", s.code()) or not re.search(rf"(?<![\w.]){p}(?![\w(])",
+                                                                                   s.code().split("=", 1)[1]):
+            continue          # only a name the loop makes again from itself, in a loop the backward is not in
+        got = _parsed(s.file)
+        if got is None:
+            continue
+        import ast
+
+        node = next((n for n in ast.walk(got[1]) if isinstance(n, (ast.For, ast.While)) and n.lineno == loop.line), None)
+        if node is None:
+            continue
+        first = Site(s.file, node.body[0].lineno, s.function)
+        line = f"{p} = {p}.detach()"
+        return Option(f"if each pass of the loop at {loop.short()} should train only through its own update "
+                      f"(an iterative refinement: the `{p}` a pass starts from is a constant)",
+                      f"Detach it at the start of every pass: add `{line}` just before {first.short()}.",
+                      "Each update's gradient stops at the pass before it, which also cuts what the step "
+                      "before carried in; memory stays flat.",
+                      (Edit(s.file, first.line, (_indent(first) + line,), insert=True),), kind="detach-carried")
+    return None
 
 
 def _aliases(groups: dict, ns: dict) -> dict:
@@ -1564,15 +1696,18 @@ def _detach_at_later_use(f: Facts) -> Option | None:
     """For `fake = G(z)` reused by a later loss that should train only what reads it (the discriminator's
     loss on the generator's last sample): detach it where the later loss first uses it."""
     for path, t, _site, _step in f.carriers:
-        if not re.fullmatch(r"\w+", path) or t.grad_fn is None or not _reaches_leaf([t.grad_fn], None):
+        if not _ITEM_PATH.fullmatch(path) or t.grad_fn is None or not _reaches_leaf([t.grad_fn], None):
             continue
+        if f.failed is not None and f.failed.roots and not _trains_without(f.failed, t.grad_fn):
+            continue          # detached there, the later loss would train nothing (its backward would raise)
         use = _first_new_use(f, path)
         if use is None:
             continue
         text = use.code()
-        if len(re.findall(_bare(path), text)) != 1:
+        spelled = _spelled(path)      # `teacher_outputs['head']`, written with either quote
+        if len(re.findall(spelled, text)) != 1:
             continue
-        new = re.sub(_bare(path), f"{path}.detach()", text, count=1)
+        new = re.sub(spelled, lambda m: f"{m.group(0)}.detach()", text, count=1)
         return Option(f"if the later loss (at {f.failed.site.short()}) should not train what made `{path}`",
                       f"Detach it where that loss uses it: write `{new}` at {use.short()}.",
                       "The later loss's gradient stops at it; the earlier loss still trains what made it.",
@@ -1771,6 +1906,7 @@ def rule_inplace_recorded(f: Facts) -> Finding | None:
                             f"before {f.failed.words()} of a later pass; move the step below the loop.",
                             "The losses of every pass then use the same weights, and one step applies their "
                             "gradients.", kind="backward-before-step"),
+                     *([up] if (up := _backward_up(f, below, lines_moved or [w.site.line])) else []),
                      _remake_after_step(f, w)],
             confidence="depends", culprit=names[0] if names else None, culprits=names,
             how_to_tell="Should the later loss be computed with the weights before or after the step?"
@@ -1789,10 +1925,11 @@ def rule_inplace_recorded(f: Facts) -> Finding | None:
         new = _out_of_place_line(text) if w.inner is None else re.sub(r"inplace\s*=\s*True", "inplace=False", text)
         if new == text:
             new = None
-        maker = _inplace_maker(site) if new is None else None
+        maker = _inplace_maker(site, w.op if site == w.site else None) if new is None else None
         if maker is not None:          # `self.act = nn.ReLU(inplace=True)`, made in __init__, called here
             edits.extend(maker[1])
-            said.append(f"pass `inplace=False` where {maker[0]} is made, at {maker[2].short()}")
+            where = ", ".join(f"{Site(e.file, e.line, site.function).short()}" for e in maker[1])
+            said.append(f"pass `inplace=False` where {maker[0]} is made, at {where}")
             continue
         if new is not None:
             edits.append(Edit(site.file, site.line, (_indent(site) + new,)))
@@ -1858,7 +1995,7 @@ def _in_forward(f: Facts, site: Site) -> bool:
     return False
 
 
-def _inplace_maker(site: Site):
+def _inplace_maker(site: Site, op: str | None = None):
     """For a user line that calls a module made with `inplace=True` (`f = self.act(f)`, the module made
     in `__init__` as `self.act = nn.ReLU(inplace=True)`): (its name, the edits passing inplace=False
     where it is made, that statement's Site). Found with `ast` in the same file: the one assignment to
@@ -1881,7 +2018,7 @@ def _inplace_maker(site: Site):
         if names & called and re.search(r"inplace\s*=\s*True", text):
             found.append((sorted(names & called)[0], node))
     if len(found) != 1:
-        return None
+        return _inplace_module_of_op(site, op, lines, tree) if op else None
     name, node = found[0]
     edits = []
     for n in range(node.lineno, node.end_lineno + 1):
@@ -1889,6 +2026,40 @@ def _inplace_maker(site: Site):
         if re.search(r"inplace\s*=\s*True", line):
             edits.append(Edit(site.file, n, (re.sub(r"inplace\s*=\s*True", "inplace=False", line),)))
     return (f"`{name}`", edits, Site(site.file, node.lineno, site.function)) if edits else None
+
+
+_OP_MODULES = {"relu": ("ReLU",), "dropout": ("Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout"),
+               "leaky_relu": ("LeakyReLU",), "hardtanh": ("Hardtanh", "ReLU6"), "elu": ("ELU", "CELU"),
+               "selu": ("SELU",), "silu": ("SiLU",), "hardswish": ("Hardswish",), "hardsigmoid": ("Hardsigmoid",),
+               "mish": ("Mish",), "threshold": ("Threshold",), "rrelu": ("RReLU",),
+               "feature_dropout": ("Dropout1d", "Dropout2d", "Dropout3d"), "alpha_dropout": ("AlphaDropout",)}
+
+
+def _inplace_module_of_op(site: Site, op: str, lines: list, tree):
+    """When the line calls no name made with inplace=True (`return self.net(x)`, the ReLU inside a Sequential
+    built in a loop): every call in the file that makes a module of the op's kind with `inplace=True`
+    (`relu` -> `nn.ReLU(inplace=True)`). The record says which op wrote, not which of those modules: each is
+    given `inplace=False` (the same results, a little more memory); more than four: none is named. (name,
+    edits, the first one's Site)."""
+    import ast
+
+    kinds = _OP_MODULES.get(op.removesuffix("_"))
+    if not kinds:
+        return None
+    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call)
+             and (n.func.attr if isinstance(n.func, ast.Attribute) else getattr(n.func, "id", None)) in kinds
+             and any(k.arg == "inplace" and isinstance(k.value, ast.Constant) and k.value.value is True
+                     for k in n.keywords)]
+    rows = sorted({n for c in calls for n in range(c.lineno, c.end_lineno + 1)
+                   if re.search(r"inplace\s*=\s*True", lines[n - 1])})
+    edits = [Edit(site.file, n, (re.sub(r"inplace\s*=\s*True", "inplace=False", lines[n - 1].rstrip("\n")),))
+             for n in rows]
+    if not edits or len(edits) > 4:
+        return None
+    kind = next(k for c in calls for k in kinds if k == (c.func.attr if isinstance(c.func, ast.Attribute) else c.func.id))
+    name = (f"every `{kind}` made with `inplace=True` in this file" if len(edits) > 1 else
+            f"the `{kind}` made with `inplace=True`")
+    return name, edits, Site(site.file, rows[0], site.function)
 
 
 def _made_this_call(site: Site, outer: tuple = (), name: str | None = None) -> bool:
@@ -1986,6 +2157,32 @@ def _block_move(write_sites, before: Site) -> tuple[Site, int, int] | None:
         if stmt is not None and stmt.end_lineno < target.lineno:
             return Site(site.file, stmt.lineno, site.function), stmt.lineno, stmt.end_lineno
     return None
+
+
+def _backward_up(f: Facts, below: Site | None, steps: list) -> Option | None:
+    """The other way to put a backward before the steps: move the statement that runs it (`below`: the
+    failing call's line, or your line that called it) up, to just after the statement that made its loss,
+    when that is above every step that changed what it saved. Then the code in between (a target computed
+    with the network this loss trains) runs after this loss's own step, not before it."""
+    if below is None or f.root is None or f.root.grad_fn is None or _statement_end(below) != below.line:
+        return None
+    made = made_at(f.root.grad_fn)
+    site = made[0] if made else None
+    if site is None or site.file != below.file:
+        return None
+    found = _block_move((site,), below)
+    if found is None:
+        return None
+    _s, _first, last = found
+    if last >= min(steps) or last + 1 >= below.line:
+        return None          # the loss is made after a step, or the call is right below it already
+    text = linecache.getline(below.file, below.line).rstrip("\n")
+    return Option("if both gradients should be computed with the weights before the step, and what runs in "
+                  "between should see this loss's own step",
+                  f"Call it as soon as its loss is made: move `{below.code()}` from {below.short()} to just after "
+                  f"line {last}.", "It backwards and steps first; the lines in between then run with the weights "
+                  "it updated.", (Edit(below.file, below.line, ()), Edit(below.file, last + 1, (text,), insert=True)),
+                  kind="backward-before-step")
 
 
 def _block_move_outer(write_sites, failed) -> tuple:
@@ -2147,6 +2344,17 @@ def _graph_reads(f: Facts, wanted: dict) -> list:
             new = re.sub(_bare(name), f"{name}.clone()", new, count=1)
         out.append((new, site, Edit(site.file, site.line, (_indent(site) + new,))))
     return out
+
+
+_ITEM_PATH = re.compile(r"""[A-Za-z_][\w.]*(\[(\d+|'[^'\]]*'|"[^"\]]*")\])*""")   # `x`, `self.h`, `outs['head'][0]`
+
+
+def _spelled(path: str) -> str:
+    """A pattern for `path` (an item path: _ITEM_PATH) read as a value, its keys in either quote."""
+    parts = re.split(r"""('[^']*'|"[^"]*")""", path)
+    pattern = "".join(f"""['"]{re.escape(x[1:-1])}['"]""" if len(x) >= 2 and x[0] in "'\"" else re.escape(x)
+                      for x in parts)
+    return rf"(?<![\w.]){pattern}(?![\w(\[])(?!\.clone)"
 
 
 def _bare(name: str) -> str:

@@ -94,6 +94,17 @@ RULE_OF = {
     "pgd_masks_final_loss_freed_by_autograd_grad": "grad-freed-graph",
     "diffusion_lm_labels_masked_in_place_on_embedded_ids": "inplace-write",
     "gan_several_generator_steps_then_discriminator_on_last_fake": "reused-after-backward",
+    # written with heldout_r6 (2026-11-28)
+    "copynet_beam_search_scatter_in_step": "inplace-write",
+    "h3dnet_refine_residual_added_in_place": "inplace-write",
+    "hgn_leapfrog_grad_without_graph": "grad-freed-graph",
+    "ltae_dropout_inplace_after_relu": "inplace-write",
+    "maddpg_critic_stepped_before_actor_backward": "inplace-optimizer-step",
+    "mappo_advantages_reused_across_mini_epochs": "computed-once",
+    "metric_classifier_mlp_relu_inplace": "inplace-write",
+    "ppo_memory_logprobs_kept_with_graph": "computed-once",
+    "rrr_input_gradient_without_graph": "grad-freed-graph",
+    "solofusion_history_bev_kept_with_graph": "carried-across-steps",
 }
 
 # programs whose offered remedies, applied and run, do not reproduce the maintainers' gradients
@@ -111,7 +122,9 @@ BY_HAND = {"gcn_cached_adjacency_attack", "modules_set_inplace", "pwlu_running_s
            "ewald_potential_cached_kvectors_reused_for_next_cell",   # two caches rebuilt by the library's own check
            # two fixes at once: no retain_graph on the generator's loss, the discriminator scored again on
            # the detached images (the step between them changed the generator)
-           "lightning_gan_discriminator_reuses_generator_step_scores"}
+           "lightning_gan_discriminator_reuses_generator_step_scores",
+           # the actor's loss computed again after the critic's step: "compute that loss's forward again", no edit
+           "maddpg_critic_stepped_before_actor_backward"}
 # programs where no option is the right one (docs/diagnosis.md says why)
 MISSES = {"ace_rollout_grad_accumulation_concatenated_steps",   # two carriers: the state and a concatenation
           "fqf_entropy_loss_reaches_quantile_nets"}   # two fixes: a detach and a term taken out of the loss

@@ -17,7 +17,7 @@ import torch.nn.functional as F
 
 SOURCE = "allenai/allennlp#2925"
 CATEGORY = "inplace"
-CULPRIT = None
+CULPRIT = "log_probs"   # the last step's `gen`, a (2, 8) view of the (2, 11) log-softmax output the graph saved (lead, checked)
 CAUSE = "the search step's scatter_ overwrites log-probabilities that log_softmax saved"
 FIX_KIND = "out-of-place"
 ERROR = "inplace"
