@@ -660,6 +660,11 @@ def _retain_option(f: Facts, condition: str = "", consequence: str = "") -> Opti
                   (edit,), kind="retain-or-sum")
 
 
+def _stmts(node) -> list:
+    """The statements of a loop's body (an `ast` node's)."""
+    return getattr(node, "body", None) or []
+
+
 def _loop_around(site: Site, outside: Site) -> Site | None:
     """The innermost `for`/`while` whose body holds `site` but not `outside` (in the same function), as
     a Site of its first line: a backward at `site` runs again there, before the code at `outside` does."""
@@ -671,8 +676,8 @@ def _loop_around(site: Site, outside: Site) -> Site | None:
     lines, tree = got
     best = None
     for node in ast.walk(tree):
-        if isinstance(node, (ast.For, ast.While, ast.AsyncFor)) and node.body:
-            first, last = node.body[0].lineno, node.body[-1].end_lineno
+        if isinstance(node, (ast.For, ast.While, ast.AsyncFor)) and _stmts(node):
+            first, last = _stmts(node)[0].lineno, _stmts(node)[-1].end_lineno
             if first <= site.line <= last and not (node.lineno <= outside.line <= last):
                 if best is None or node.lineno > best.lineno:
                     best = node
@@ -1177,8 +1182,8 @@ def _first_values(f: Facts, paths: list):
     if got is None or not all(re.fullmatch(r"[A-Za-z_]\w*", p) for p in paths):
         return None
     lines, tree = got
-    loops = [n for n in ast.walk(tree) if isinstance(n, (ast.For, ast.While)) and n.body
-             and n.body[0].lineno <= site.line <= n.body[-1].end_lineno]
+    loops = [n for n in ast.walk(tree) if isinstance(n, (ast.For, ast.While)) and _stmts(n)
+             and _stmts(n)[0].lineno <= site.line <= _stmts(n)[-1].end_lineno]
     if not loops:
         return None
     loop = max(loops, key=lambda n: n.lineno)
@@ -1193,7 +1198,7 @@ def _first_values(f: Facts, paths: list):
         if stmt is None or stmt.lineno != stmt.end_lineno or len(stmt.targets) != 1 or not isinstance(stmt.targets[0], ast.Name):
             return None          # `h, c = ...` or a statement over several lines: said in words
         made.append(Site(site.file, stmt.lineno, site.function).code())
-    first = Site(site.file, loop.body[0].lineno, site.function)
+    first = Site(site.file, _stmts(loop)[0].lineno, site.function)
     return Site(site.file, loop.lineno, site.function), first, tuple(dict.fromkeys(made))
 
 
@@ -1229,7 +1234,7 @@ def _detach_each_pass(f: Facts, groups: dict) -> Option | None:
         node = next((n for n in ast.walk(got[1]) if isinstance(n, (ast.For, ast.While)) and n.lineno == loop.line), None)
         if node is None:
             continue
-        first = Site(s.file, node.body[0].lineno, s.function)
+        first = Site(s.file, _stmts(node)[0].lineno, s.function)
         line = f"{p} = {p}.detach()"
         return Option(f"if each pass of the loop at {loop.short()} should train only through its own update "
                       f"(an iterative refinement: the `{p}` a pass starts from is a constant)",
