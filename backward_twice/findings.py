@@ -1114,11 +1114,13 @@ def rule_reused_after_backward(f: Facts) -> Finding | None:
     both = _each_own_network(f)
     if both is not None:
         opts.insert(0, both)
-    if unsafe:
-        for path, _t, site, _st in f.carriers:
-            again = _recompute_at_use(f, path, site)
+    if unsafe or f.steps_between:       # a step ran in between: the later loss may mean the weights as they are now
+        for path, t_, site, _st in f.carriers:
+            again = _recompute_at_use(f, path, site, changed=bool(unsafe))
+            if again is not None and _still_freed_without(f, t_):
+                again = None        # made again, the later loss would still reach what the first call freed
             if again is not None:
-                opts.insert(0, again)
+                opts.insert(0 if unsafe else len(opts), again)
                 break
     if not f.steps_between and not unsafe:
         opts.append(_sum_option(f))
@@ -1131,6 +1133,8 @@ def rule_reused_after_backward(f: Facts) -> Finding | None:
         last = _detach_at_later_use(f)
         if last is not None and last.fix not in {x.fix for x in opts}:
             opts.append(last)
+    if not opts:        # no edit could be built: the choices, in words (a finding always says what to do)
+        opts = _choices_in_words(f, unsafe)
     evidence = [f"Reused: {carried_words}."]
     writer = _writer_between(f, unsafe) if unsafe else None
     if writer is not None and not f.steps_between:
@@ -1243,6 +1247,42 @@ def _detach_each_pass(f: Facts, groups: dict) -> Option | None:
                       "before carried in; memory stays flat.",
                       (Edit(s.file, first.line, (_indent(first) + line,), insert=True),), kind="detach-carried")
     return None
+
+
+def _still_freed_without(f: Facts, t) -> bool:
+    """Whether the later loss reaches a node a backward freed other than through `t` (so computing `t`
+    again where that loss uses it would not be enough)."""
+    if f.root is None or f.root.grad_fn is None or t.grad_fn is None:
+        return True
+    seen, todo = {t.grad_fn}, [f.root.grad_fn]
+    while todo and len(seen) < 40_000:
+        n = todo.pop()
+        if n is None or n in seen:
+            continue
+        if freed_by(n) is not None:
+            return True
+        seen.add(n)
+        todo.extend(x for x, _ in n.next_functions)
+    return False
+
+
+def _choices_in_words(f: Facts, unsafe: list) -> list:
+    """The options of a later loss that reuses what an earlier backward freed, when none could be written
+    as an edit for this program: each is a choice of intent, said in words."""
+    later = f.failed.site.short() if f.failed is not None else "the later backward"
+    opts = [Option("if the later loss should use the weights as they are now",
+                   f"Compute what it reads again, with a new forward, after the step and before {later}.",
+                   "It runs through a new graph; the first backward keeps only its own part.",
+                   kind="recompute-in-step")]
+    if unsafe:
+        opts.append(Option("if both losses should be computed with the weights before the step",
+                           f"Call the later backward() before the step that changed them ({later} moved up).",
+                           "The step then applies both gradients at once.", kind="backward-before-step"))
+    else:
+        opts.append(Option("if both losses should train the part they share",
+                           "Keep the graph at the first backward (retain_graph=True), or call backward() once on "
+                           "the sum of the losses.", "Both gradients reach it.", kind="retain-or-sum"))
+    return opts
 
 
 def _aliases(groups: dict, ns: dict) -> dict:
@@ -1634,7 +1674,7 @@ def _writer_between(f: Facts, changed: list):
     return None
 
 
-def _recompute_at_use(f: Facts, path: str, site: Site | None) -> Option | None:
+def _recompute_at_use(f: Facts, path: str, site: Site | None, changed: bool = True) -> Option | None:
     """For `pred = model(image)` reused by a later loss after the weights changed: compute it again
     where that loss uses it (`F.cross_entropy(model(image), target).backward()`), when what computes
     it reads no value whose graph was freed."""
@@ -1658,10 +1698,12 @@ def _recompute_at_use(f: Facts, path: str, site: Site | None) -> Option | None:
         if use is None or len(re.findall(rf"(?<![\w.]){path}(?![\w(])", text)) != 1:
             return None
     new = re.sub(rf"(?<![\w.]){path}(?![\w(])", lambda _: rhs, text)
-    return Option("if the later loss should use the weights as they are now",
+    return Option("if the later loss should use the weights as they are now" if changed else
+                  f"if the later loss should have a graph of its own for `{path}`",
                   f"Compute `{path}` again where that loss uses it: write `{new}` at {use.short()}.",
-                  "The later loss runs through a new graph, made with the changed weights; the first "
-                  "backward keeps only its own part.",
+                  ("The later loss runs through a new graph, made with the changed weights; the first "
+                   "backward keeps only its own part.") if changed else
+                  "The later loss runs through a new graph; the first backward keeps only its own part.",
                   (Edit(use.file, use.line, (_indent(use) + new,)),), kind="recompute-in-step")
 
 
@@ -1705,6 +1747,8 @@ def _detach_at_later_use(f: Facts) -> Option | None:
             continue
         if f.failed is not None and f.failed.roots and not _trains_without(f.failed, t.grad_fn):
             continue          # detached there, the later loss would train nothing (its backward would raise)
+        if _still_freed_without(f, t):
+            continue          # the later loss reaches what the first call freed by another way too: half a fix
         use = _first_new_use(f, path)
         if use is None:
             continue

@@ -15,7 +15,7 @@ import torch.nn.functional as F
 
 SOURCE = "open-mmlab/mmdetection#7175"
 CATEGORY = "inplace"
-CULPRIT = "laterals[0]"
+CULPRIT = "laterals[1]"   # the error names (2, 8, 8, 8), laterals[1], written at i = 2 (lead, checked)
 CAUSE = "the top-down sum is added in place into a lateral ReLU output saved for backward"
 FIX_KIND = "out-of-place"
 ERROR = "inplace"
