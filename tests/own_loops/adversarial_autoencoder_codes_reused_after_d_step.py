@@ -13,7 +13,8 @@ RULE = "reused-after-backward"
 KIND = "recompute-in-step"
 
 torch.manual_seed(0)
-enc, disc = nn.Sequential(nn.Linear(10, 16), nn.Tanh(), nn.Linear(16, 2)), nn.Sequential(nn.Linear(2, 16), nn.ReLU(), nn.Linear(16, 1))
+enc = nn.Sequential(nn.Linear(10, 16), nn.Tanh(), nn.Linear(16, 2))
+disc = nn.Sequential(nn.Linear(2, 16), nn.ReLU(), nn.Linear(16, 1))
 opt_e, opt_d = torch.optim.Adam(enc.parameters(), lr=1e-3), torch.optim.Adam(disc.parameters(), lr=1e-3)
 for _step in range(2):
     x, prior = torch.randn(32, 10), torch.randn(32, 2)
