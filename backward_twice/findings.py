@@ -646,12 +646,13 @@ def _retain_option(f: Facts, condition: str = "", consequence: str = "") -> Opti
     if got is None:
         return None
     new, edit = got
-    again = _loop_around(f.failed.site, f.freer.site) if f.failed is not None else None
-    if again is not None:       # the later call runs again before the step ends: each pass frees it too
+    loop = _loop_around(f.failed.site, f.freer.site) if f.failed is not None else None
+    if loop is not None:        # the later call runs again before the step ends: each pass frees it too
         more = _with_kwarg(f.failed.site, "retain_graph=True")
         if more is not None:
+            at = dataclasses.replace(f.failed.site, line=loop.lineno)
             return Option(condition, f"Keep the graph at the first call and at the calls of the loop at "
-                          f"{again.short()}: write `{new}` at {f.freer.site.short()} and `{more[0]}` at "
+                          f"{at.short()}: write `{new}` at {f.freer.site.short()} and `{more[0]}` at "
                           f"{f.failed.site.short()}.", "Every loss's gradients reach it; the buffers stay in "
                           "memory until the last of those calls has run through them.", (edit, more[1]),
                           kind="retain-or-sum")
@@ -665,23 +666,28 @@ def _stmts(node) -> list:
     return getattr(node, "body", None) or []
 
 
-def _loop_around(site: Site, outside: Site) -> Site | None:
-    """The innermost `for`/`while` whose body holds `site` but not `outside` (in the same function), as
-    a Site of its first line: a backward at `site` runs again there, before the code at `outside` does."""
+def _loops_holding(site: Site, tree=None) -> list:
+    """The `for`/`while` loops of `site`'s file (its syntax tree `tree`, when given) whose body holds its
+    line, outermost first (none when the file cannot be read)."""
     import ast
 
-    got = _parsed(site.file) if site.file == outside.file else None
-    if got is None:
+    if tree is None:
+        got = _parsed(site.file)
+        if got is None:
+            return []
+        tree = got[1]
+    loops = [n for n in ast.walk(tree) if isinstance(n, (ast.For, ast.While, ast.AsyncFor)) and _stmts(n)
+             and _stmts(n)[0].lineno <= site.line <= _stmts(n)[-1].end_lineno]
+    return sorted(loops, key=lambda n: n.lineno)
+
+
+def _loop_around(site: Site, outside: Site):
+    """The innermost loop whose body holds `site` but not `outside` (same file): a backward at `site` runs
+    again there, before the code at `outside` does. Its `ast` node, or None."""
+    if site.file != outside.file:
         return None
-    lines, tree = got
-    best = None
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.For, ast.While, ast.AsyncFor)) and _stmts(node):
-            first, last = _stmts(node)[0].lineno, _stmts(node)[-1].end_lineno
-            if first <= site.line <= last and not (node.lineno <= outside.line <= last):
-                if best is None or node.lineno > best.lineno:
-                    best = node
-    return None if best is None else dataclasses.replace(site, line=best.lineno)
+    inner = [n for n in _loops_holding(site) if not (n.lineno <= outside.line <= _stmts(n)[-1].end_lineno)]
+    return inner[-1] if inner else None
 
 
 def rule_read_after_backward(f: Facts) -> Finding | None:
@@ -1183,14 +1189,10 @@ def _first_values(f: Facts, paths: list):
 
     site = f.failed.site
     got = _parsed(site.file)
-    if got is None or not all(re.fullmatch(r"[A-Za-z_]\w*", p) for p in paths):
+    loops = [] if got is None else _loops_holding(site, got[1])      # nodes of the tree searched below
+    if not loops or not all(re.fullmatch(r"[A-Za-z_]\w*", p) for p in paths):
         return None
-    lines, tree = got
-    loops = [n for n in ast.walk(tree) if isinstance(n, (ast.For, ast.While)) and _stmts(n)
-             and _stmts(n)[0].lineno <= site.line <= _stmts(n)[-1].end_lineno]
-    if not loops:
-        return None
-    loop = max(loops, key=lambda n: n.lineno)
+    tree, loop = got[1], loops[-1]
     block = next((getattr(n, part) for n in ast.walk(tree) for part in ("body", "orelse")
                   if isinstance(getattr(n, part, None), list) and loop in getattr(n, part)), None)
     if block is None:
@@ -1226,18 +1228,11 @@ def _detach_each_pass(f: Facts, groups: dict) -> Option | None:
     for p, (_o, s, _st) in groups.items():
         if s is None or not re.fullmatch(r"[A-Za-z_]\w*", p) or f.freer is None:
             continue
-        loop = _loop_around(s, f.freer.site)
-        if loop is None or not re.match(rf"{p}\s*=[^=]", s.code()) or not re.search(rf"(?<![\w.]){p}(?![\w(])",
+        node = _loop_around(s, f.freer.site)
+        if node is None or not re.match(rf"{p}\s*=[^=]", s.code()) or not re.search(rf"(?<![\w.]){p}(?![\w(])",
                                                                                    s.code().split("=", 1)[1]):
             continue          # only a name the loop makes again from itself, in a loop the backward is not in
-        got = _parsed(s.file)
-        if got is None:
-            continue
-        import ast
-
-        node = next((n for n in ast.walk(got[1]) if isinstance(n, (ast.For, ast.While)) and n.lineno == loop.line), None)
-        if node is None:
-            continue
+        loop = Site(s.file, node.lineno, s.function)
         first = Site(s.file, _stmts(node)[0].lineno, s.function)
         line = f"{p} = {p}.detach()"
         return Option(f"if each pass of the loop at {loop.short()} should train only through its own update "
