@@ -124,9 +124,9 @@ def short(op_name: str) -> str:
 
 def totals_table(names: list[str], snap: Snapshot, chain: list[str]) -> Table:
     """A run of ops in a module overview of totals: their short names in order (even one op's: the
-    width of a UNet's overview is tight), and what they
-    saved, counted as a call box counts it ('5 saved, 0 B held, 1.8 KiB freed'); nothing saved: the
-    names only. Solid when they saved tensors (the legend's 'ops'), dashed when not ('chain')."""
+    width of a UNet's overview is tight) and what they saved, counted as a call box counts it ('5 saved,
+    1.8 KiB freed'); nothing saved: the names only. Solid when they saved tensors (the legend's 'ops'),
+    dashed when not ('chain')."""
     n = sum(1 for _ in snap.saved_tensors(chain))
     if not n:
         return chain_table(names)

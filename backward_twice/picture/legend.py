@@ -6,26 +6,19 @@ from .far_uses import far_leaf_uses
 from .marks import Marks
 from .transposes import folded_transposes
 
+ROW_KEYS = ("held", "freed", "modified", "recomputed", "shared")     # what rows of saved tensors show
+
 
 def features(snaps, marks: Marks, grouping=None) -> list[str]:
     present = []
-    saved = [s for snap in snaps for _, s in snap.saved_tensors()]
     roles = {t.role for snap in snaps for t in snap.tensors.values()}
     if Role.LEAF in roles:
         present.append("leaf")
     present.append("op")
     if roles & NAMED_TENSOR_ROLES:
         present.append("named")
-    if any(s.state is SavedState.HELD and not s.modified for s in saved):
-        present.append("held")
-    if any(s.state is SavedState.FREED for s in saved):
-        present.append("freed")
-    if any(s.modified for s in saved):
-        present.append("modified")
-    if any(s.state is SavedState.RECOMPUTED for s in saved):
-        present.append("recomputed")
-    if any(snap.shared_buffers() for snap in snaps):
-        present.append("shared")
+    rows = set().union(*(row_keys(snap) for snap in snaps))
+    present += [k for k in ROW_KEYS if k in rows]
     if marks.highlight:
         present.append("running")
     if marks.ran:
@@ -51,15 +44,12 @@ def features(snaps, marks: Marks, grouping=None) -> list[str]:
     return present
 
 
-ROW_KEYS = ("held", "freed", "modified", "recomputed", "shared")     # what rows of saved tensors show
-
-
-def row_keys(snap: Snapshot, ops) -> set[str]:
-    """The ROW_KEYS the rows of these ops' saved tensors draw (a module overview of totals draws rows only
-    in the op boxes it did not fold: Marks.totals)."""
+def row_keys(snap: Snapshot, ops=None) -> set[str]:
+    """The ROW_KEYS the rows of these ops' saved tensors draw (every op's when None; a module overview of
+    totals draws rows only in the op boxes it did not fold: Marks.totals)."""
     slots = list(snap.saved_tensors(ops))
     saved = [s for _, s in slots]
-    shared = {(op.id, s.slot) for slots in snap.shared_buffers().values() for op, s in slots}
+    shared = {(op.id, s.slot) for held in snap.shared_buffers().values() for op, s in held}
     return {k for k, present in (
         ("held", any(s.state is SavedState.HELD and not s.modified for s in saved)),
         ("freed", any(s.state is SavedState.FREED for s in saved)),
