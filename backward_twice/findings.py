@@ -1973,7 +1973,7 @@ def rule_inplace_recorded(f: Facts) -> Finding | None:
         if maker is not None:          # `self.act = nn.ReLU(inplace=True)`, made in __init__, called here
             edits.extend(maker[1])
             where = ", ".join(f"{Site(e.file, e.line, site.function).short()}" for e in maker[1])
-            said.append(f"pass `inplace=False` where {maker[0]} is made, at {where}")
+            said.append(f"pass `inplace=False` where {maker[0]} is made, at {where}{maker[3] if len(maker) > 3 else ''}")
             continue
         if new is not None:
             edits.append(Edit(site.file, site.line, (_indent(site) + new,)))
@@ -2084,7 +2084,7 @@ def _inplace_module_of_op(site: Site, op: str, lines: list, tree):
     built in a loop): every call in the file that makes a module of the op's kind with `inplace=True`
     (`relu` -> `nn.ReLU(inplace=True)`). The record says which op wrote, not which of those modules: each is
     given `inplace=False` (the same results, a little more memory); more than four: none is named. (name,
-    edits, the first one's Site)."""
+    edits, the first one's Site, a note saying it is inferred from the file)."""
     import ast
 
     kinds = _OP_MODULES.get(op.removesuffix("_"))
@@ -2101,9 +2101,10 @@ def _inplace_module_of_op(site: Site, op: str, lines: list, tree):
     if not edits or len(edits) > 4:
         return None
     kind = next(k for c in calls for k in kinds if k == (c.func.attr if isinstance(c.func, ast.Attribute) else c.func.id))
-    name = (f"every `{kind}` made with `inplace=True` in this file" if len(edits) > 1 else
-            f"the `{kind}` made with `inplace=True`")
-    return name, edits, Site(site.file, rows[0], site.function)
+    name = (f"each `{kind}` made with `inplace=True` in this file" if len(edits) > 1 else
+            f"the one `{kind}` made with `inplace=True` in this file")
+    note = f" (the record says a `{op.removesuffix('_')}` wrote, not which module: inferred from the file)"
+    return name, edits, Site(site.file, rows[0], site.function), note
 
 
 def _made_this_call(site: Site, outer: tuple = (), name: str | None = None) -> bool:

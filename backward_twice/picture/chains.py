@@ -46,9 +46,9 @@ def fold(scene: Scene, snap: Snapshot, totals: bool = False) -> int:
         if len(out) != 1 or out[0].tail_mark is not None:
             return None
         nxt = out[0].head
-        if totals and scene.boxes[nxt].cluster != scene.boxes[bid].cluster:
+        if not quiet(nxt) or len(ins.get(nxt, [])) != 1:
             return None
-        return nxt if quiet(nxt) and len(ins.get(nxt, [])) == 1 else None
+        return None if totals and scene.boxes[nxt].cluster != scene.boxes[bid].cluster else nxt
 
     chains, taken = [], set()
     for bid in list(scene.boxes):
