@@ -1,14 +1,14 @@
 """Learned image compression with a conditional diffusion decoder (CDC): the denoiser's residual
 blocks add a projection of the diffusion-time embedding to their first block's output.
 
-Rewritten from buggyyang/CDC_compression#1 ("RuntimeError: one of the variables needed for
-gradient computation has been modified by an inplace operation?"): "It seems that the diffusion
-model modifies the tensor with inplace operations". The reporter: "There are some inplace
+Rewritten from buggyyang/CDC_compression#1 ("... modified by an inplace operation?"): "It seems
+that the diffusion model modifies the tensor with inplace operations". The reporter: "There are some inplace
 operations in /modules/network_components.py. You should replace "h += x" with "h = h + x"."
 The maintainer: "yes. new pytorch version may raise this error", and commit 538f0f4 "fix inplace
 operation" writes `h = h + self.mlp(time_emb)[...]`: `h` is the output of a ReLU, which saved it.
 """
 import math
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
