@@ -15,7 +15,7 @@ CULPRIT = "G[2].weight"
 CAUSE = "the perturbation made once per batch is backwarded again after optimizer_G.step()"
 FIX_KIND = "recompute-in-step"
 ERROR = "inplace"
-INTENT = ("loss_G trains the generator G through the perturbation it makes at that generator step; loss_D trains the "
+INTENT = ("The generator loss trains the generator G through the perturbation it makes at that generator step; loss_D trains the "
           "discriminator D on detached adversarial images; the target classifier is fixed.")
 GRADS = ["G.parameters()", "D.parameters()"]
 
@@ -51,6 +51,5 @@ for batch in range(2):
         # C&W loss: push the true class's logit below the best other class
         loss_adv = torch.clamp(logits[onehot] - logits.masked_fill(onehot, -1e4).max(1).values, min=0).mean()
         loss_G = adv_lambda * loss_adv + pert_lambda * loss_perturb + loss_G_gan
-        loss_G.backward(retain_graph=True)  # BUG
-        # FIX: loss_G.backward()
+        loss_G.backward(retain_graph=True)
         optimizer_G.step()

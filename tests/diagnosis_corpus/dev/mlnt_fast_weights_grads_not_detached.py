@@ -1,12 +1,11 @@
 """Meta-learning based noise-tolerant training (MLNT) on noisy labels: several synthetic-noise copies of the labels each
 give one fast-weight step, and a consistency loss asks the fast model to agree with a mean teacher (an EMA of the model).
-Rewritten from LiJunnan1992/MLNT#8 ("Can't detach views in-place."): the repository's `grad.detach_()` on the fast
-gradients fails on newer torch; the maintainer: "Can you try tensor = tensor.detach()?". Written inside the loop
-`for grad in grads:` that rebinds only the loop variable, and "the first noise type iteration is ok. But the second noise
-type it cannot compute `grads = torch.autograd.grad()`": "Trying to backward through the graph a second time". The fast
-weights still take the gradients with their graph, so each consistency backward frees the model's forward graph that the
-next synthetic-noise gradient needs; the gradients must enter the fast weights detached, as constants.
-"""
+Rewritten from LiJunnan1992/MLNT#8 ("Can't detach views in-place."): detaching the fast gradients in place fails on newer
+torch; the maintainer: "Can you try tensor = tensor.detach()?". The reporter: "the first noise type iteration is ok. But
+the second noise type it cannot compute `grads = torch.autograd.grad()`": "Trying to backward through the graph a second
+time". Written as `grad = grad.detach()` inside `for grad in grads:`, only the loop variable is rebound; the fast weights
+still take the gradients with their graph, and each consistency backward (one per noise iteration, as in the reporter's
+version) frees the forward graph the next gradient needs. The gradients must enter the fast weights detached."""
 import copy
 
 import torch
