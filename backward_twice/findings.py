@@ -1957,7 +1957,7 @@ def rule_inplace_recorded(f: Facts) -> Finding | None:
                         + (" Should it train the weights the step changed at all?" if apart else ""))
     inner = f" inside the library call at {w.inner}" if w.inner is not None else ""
     t = w.tensor() if w.tensor is not None else None
-    kept = _persistent_write(f, w, t)
+    kept = _persistent_write(f, w, t) if w.during is None else None
     if kept is not None:
         return kept
     through_detach = t is not None and not t.requires_grad and any(
@@ -1988,8 +1988,8 @@ def rule_inplace_recorded(f: Facts) -> Finding | None:
     untracked = any(re.search(r"\.data\b|\.detach\(\)", s.code()) for s in sites)
     outers = {x.site: x.outer for x in [*f.writes, *f.other_writes]}
     made_here = bool(sites) and all(_made_this_call(x, outers.get(x, ())) for x in sites)
-    kind = "no-data-write" if through_detach or (t is not None and not t.requires_grad and (untracked or not made_here)) \
-        else "out-of-place"
+    untracked_write = through_detach or (t is not None and not t.requires_grad and (untracked or not made_here))
+    kind = "no-data-write" if untracked_write and w.during is None else "out-of-place"
     opts = []
     if said:
         opts.append(Option("", "Write out of place, or into a copy: " + "; ".join(said) + ".",
@@ -2014,10 +2014,15 @@ def rule_inplace_recorded(f: Facts) -> Finding | None:
                            "The saved tensor keeps its value until backward has used it.", kind=kind))
     how = (" through a tensor that autograd does not track (made by .detach() or .data), which shares its memory"
            if through_detach else "")
+    during = ""
+    if w.during is not None:        # recorded while autograd ran Python backward code (a custom Function's)
+        later = f.failed.words() if f.failed is not None and f.failed is not w.during else "a later backward"
+        during = (f", inside `{w.site.function}` (backward code that autograd runs) while {w.during.words()} ran; "
+                  f"{later} passes through the same graph again and needs it as it was")
     return Finding(
         "inplace-write",
         f"`{w.op}` at {w.site.short()}{inner} wrote in place{how} into a tensor{name_words} that the graph had "
-        f"saved (version {w.before} -> {w.after}); backward needs it as it was.",
+        f"saved (version {w.before} -> {w.after})" + (during or "; backward needs it as it was") + ".",
         evidence=[f"The write was recorded at {w.site}: the tensor's version went from {w.before} to {w.after}."]
         + ([f"Also recorded: {len(f.writes) - 1} more write(s) to it, at "
             + ", ".join(x.site.short() for x in f.writes[:-1]) + "."] if len(f.writes) > 1 else [])
