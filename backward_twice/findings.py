@@ -508,15 +508,15 @@ def _with_kwarg(site: Site, kwarg: str) -> tuple[str, Edit] | None:
 
 
 def _detach_at_use(site: Site, name: str) -> tuple[str, Edit] | None:
-    """`site`'s line with the one use of `name` replaced by `name.detach()`."""
+    """`site`'s line with the one use of `name` (not already detached) replaced by `name.detach()`."""
     text = site.code()
     if not text or not re.fullmatch(r"[A-Za-z_]\w*", name) or keyword.iskeyword(name):
         return None
     lhs, eq, rhs = text.partition("=") if re.match(r"[\w.\[\], ]+=[^=]", text) else ("", "", text)
-    uses = re.findall(rf"(?<![\w.]){name}(?![\w(])", rhs)
-    if len(uses) != 1:
+    use = rf"(?<![\w.]){name}(?![\w(])(?!\.detach\(\)|\.data\b)"    # a use already detached carries no graph
+    if len(re.findall(use, rhs)) != 1:
         return None
-    new_rhs = re.sub(rf"(?<![\w.]){name}(?![\w(])", f"{name}.detach()", rhs)
+    new_rhs = re.sub(use, f"{name}.detach()", rhs)
     new = f"{lhs}{eq}{new_rhs}"
     return new, Edit(site.file, site.line, (_indent(site) + new,))
 
@@ -1045,6 +1045,8 @@ def rule_reused_after_backward(f: Facts) -> Finding | None:
             into = _first_line_naming(s, p, f.failed.site)
             if into is not None and _reads_freed(f, line.split("=", 1)[-1]):
                 into = None          # made from values whose graph that backward freed: made again, it fails too
+            if into is not None and _named_after_loop(f, p, s):
+                into = None          # made again in the loop, the last pass frees it before a later loss uses it
             if into is not None:
                 opts.append(Option(f"if `{p}` should be trained by every step's loss",
                                    f"Compute it again inside the loop: add `{line}` just before {into.short()}.",
@@ -1072,6 +1074,14 @@ def rule_reused_after_backward(f: Facts) -> Finding | None:
             opts.append(Option(f"if `{p}` is fixed data that should not be trained",
                                f"Detach it once: add `{detach_snippet(p, o)}` after {s.short()}.",
                                "Nothing trains through it; no graph is kept.", edits, kind="detach-carried"))
+        looped = _loop_loss_options(f, groups, opts)
+        tell = "Should each step's loss train what computes it?"
+        if looped and _named_after_loop(f, *[(p, v[1]) for p, v in groups.items()][0]):
+            opts = looped + opts      # a later loss after the loop uses it: which loss trains what, first
+            tell = (f"Should the loss of {f.freer.site.short()}, run on every pass of its loop, train what made "
+                    f"`{list(groups)[0]}`, or only what comes after it?")
+        else:
+            opts += looped
         several = len(groups) > 1
         if several:
             opts = _together(opts, list(groups))
@@ -1086,7 +1096,7 @@ def rule_reused_after_backward(f: Facts) -> Finding | None:
             evidence=[f"Kept: {carried_words}; no later step made it again from it."],
             options=opts, confidence="depends", culprit=list(groups)[0], culprits=list(groups),
             how_to_tell="Should each step's loss use the entries earlier steps added?"
-            if any(o.kind == "reset-per-episode" for o in opts) else "Should each step's loss train what computes it?")
+            if any(o.kind == "reset-per-episode" for o in opts) else tell)
     # two different backward lines: a later loss reuses part an earlier loss's backward freed. An entry
     # of a dict or list is named as the loss reads it (`outs['head']`), not by its container
     entries = {path: (obj, site, step) for path, _t, site, step in f.carriers
@@ -1161,6 +1171,53 @@ def rule_reused_after_backward(f: Facts) -> Finding | None:
         f"used again by {f.failed.words()}; that first call freed {_freed_words(f)}.",
         evidence=evidence, options=opts, confidence="depends", culprit=list(groups)[0], culprits=list(groups),
         how_to_tell="Which networks should each of the two losses train?")
+
+
+def _named_after_loop(f: Facts, name: str, made: Site) -> bool:
+    """Whether `name` is read after the inner loop (holding the failing call, not `made`) ends, in the
+    body that made it: a loss after a critic loop that uses the generated batch again."""
+    loop = _loop_around(f.failed.site, made) if f.failed is not None and re.fullmatch(r"\w+", name) else None
+    if loop is None:
+        return False
+    outer = [n for n in _loops_holding(made) if n.lineno < made.line]
+    end = _stmts(outer[-1])[-1].end_lineno if outer else loop.end_lineno
+    return any(re.search(rf"(?<![\w.]){name}(?![\w])", linecache.getline(made.file, n))
+               for n in range(loop.end_lineno + 1, end + 1))
+
+
+def _loop_loss_options(f: Facts, groups: dict, have: list) -> list:
+    """A value made in a loop's body, before an inner loop whose own loss frees it on each pass (a
+    critic run five times on one generated batch, whose penalty reaches the generator): that loss may
+    not be meant to train what made the value (detach it where that loss uses it), or may (keep the
+    graph at that backward, on every pass). Neither when an optimizer step in between changed what the
+    value's graph saved (keeping it would raise the in-place error instead)."""
+    out = []
+    if len(groups) != 1 or f.failed is None or f.freer.site != f.failed.site:
+        return out
+    path, (_obj, made, _st) = next(iter(groups.items()))
+    if made is None or not _loops_holding(made) or _loop_around(f.failed.site, made) is None:
+        return out
+    # the loop's line that uses it with its graph (the earlier pass's loss is gone: the lines are read)
+    lines = [Site(made.file, n, made.function) for n in range(_statement_end(made) + 1, f.freer.site.line)
+             if made.file == f.freer.site.file and _detach_at_use(Site(made.file, n, made.function), path)]
+    t = _resolve(f.ns, path)
+    if len(lines) == 1 and isinstance(t, torch.Tensor) and t.grad_fn is not None \
+            and _trains_without(f.failed, t.grad_fn):
+        got = _detach_at_use(lines[0], path)
+        out.append(Option(f"if the loss of {f.freer.site.short()} should not train what made `{path}` "
+                          f"(at {made.short()})",
+                          f"Detach it where that loss uses it: write `{got[0]}` at {lines[0].short()}.",
+                          "That loss's gradient stops at it; what uses it after the loop still trains "
+                          "through it.", (got[1],), kind="detach-input", detached=path))
+    if not _stepped_old(f):
+        got = _with_kwarg(f.freer.site, "retain_graph=True")
+        if got is not None and not any(o.kind == "retain-or-sum" for o in have):
+            out.append(Option(f"if the loss of {f.freer.site.short()} should also train what made `{path}`, on "
+                              "every pass",
+                              f"Keep the graph on every pass: write `{got[0]}` at {f.freer.site.short()}.",
+                              f"Each pass's gradient reaches what made `{path}`; its buffers stay in memory "
+                              "until the last backward through them.", (got[1],), kind="keep-graph"))
+    return out
 
 
 def _reset_option(f: Facts, groups: dict) -> Option:
@@ -1957,7 +2014,7 @@ def rule_inplace_recorded(f: Facts) -> Finding | None:
                         + (" Should it train the weights the step changed at all?" if apart else ""))
     inner = f" inside the library call at {w.inner}" if w.inner is not None else ""
     t = w.tensor() if w.tensor is not None else None
-    kept = _persistent_write(f, w, t)
+    kept = _persistent_write(f, w, t) if w.during is None else None
     if kept is not None:
         return kept
     through_detach = t is not None and not t.requires_grad and any(
@@ -1988,8 +2045,8 @@ def rule_inplace_recorded(f: Facts) -> Finding | None:
     untracked = any(re.search(r"\.data\b|\.detach\(\)", s.code()) for s in sites)
     outers = {x.site: x.outer for x in [*f.writes, *f.other_writes]}
     made_here = bool(sites) and all(_made_this_call(x, outers.get(x, ())) for x in sites)
-    kind = "no-data-write" if through_detach or (t is not None and not t.requires_grad and (untracked or not made_here)) \
-        else "out-of-place"
+    untracked_write = through_detach or (t is not None and not t.requires_grad and (untracked or not made_here))
+    kind = "no-data-write" if untracked_write and w.during is None else "out-of-place"
     opts = []
     if said:
         opts.append(Option("", "Write out of place, or into a copy: " + "; ".join(said) + ".",
@@ -2014,10 +2071,15 @@ def rule_inplace_recorded(f: Facts) -> Finding | None:
                            "The saved tensor keeps its value until backward has used it.", kind=kind))
     how = (" through a tensor that autograd does not track (made by .detach() or .data), which shares its memory"
            if through_detach else "")
+    during = ""
+    if w.during is not None:        # recorded while autograd ran Python backward code (a custom Function's)
+        later = f.failed.words() if f.failed is not None and f.failed is not w.during else "a later backward"
+        during = (f", inside `{w.site.function}` (backward code that autograd runs) while {w.during.words()} ran; "
+                  f"{later} passes through the same graph again and needs it as it was")
     return Finding(
         "inplace-write",
         f"`{w.op}` at {w.site.short()}{inner} wrote in place{how} into a tensor{name_words} that the graph had "
-        f"saved (version {w.before} -> {w.after}); backward needs it as it was.",
+        f"saved (version {w.before} -> {w.after})" + (during or "; backward needs it as it was") + ".",
         evidence=[f"The write was recorded at {w.site}: the tensor's version went from {w.before} to {w.after}."]
         + ([f"Also recorded: {len(f.writes) - 1} more write(s) to it, at "
             + ", ".join(x.site.short() for x in f.writes[:-1]) + "."] if len(f.writes) > 1 else [])

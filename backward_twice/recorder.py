@@ -20,7 +20,10 @@ optimizer's `_foreach_*` ops). The line that made a node is stored on the node i
 version counters of the call's tensor arguments before and after it; that also catches writes
 made deep inside a library function (its outermost call is seen). Compiled code stays compiled:
 Dynamo treats the mode as a pass-through (tests/test_record.py checks that a compiled model's
-donated-buffer error still happens under the recorder). What it cannot see: ops made from C++
+donated-buffer error still happens under the recorder). Backward code written in Python (a custom
+`autograd.Function`'s backward) runs while the mode is popped for the `backward()` call itself: while
+a recorder is active, torch's `BackwardCFunction.apply` is wrapped (and restored on exit) to push it
+again around that code, so its writes are recorded too. What it cannot see: ops made from C++
 without a Python call (those nodes take the line of the call that made them), and writes to
 tensors that are not arguments of any outermost call. Cost and memory: docs/diagnosis.md.
 """
@@ -128,6 +131,7 @@ class Write:
     optimizer_step: bool = False
     calls: int = 0            # backward()/autograd.grad() calls made before it
     outer: tuple = ()         # the user's lines that called the line that wrote (innermost first)
+    during: Call | None = None  # the backward call whose backward code (a custom Function's) wrote
 
 
 @dataclass
@@ -389,6 +393,7 @@ class Recorder(TorchFunctionMode):
         self.failed: Call | None = None
         self.in_optimizer: Site | None = None
         self._hooks = []
+        self._inside = False       # True while Python backward code runs under this recorder
         _ALL.add(self)
 
     # ---- the mode
@@ -442,10 +447,12 @@ class Recorder(TorchFunctionMode):
         outer = outer_sites(3) if self.in_optimizer is None else getattr(self, "_step_outer", ())
         self.writes.append(Write(op, site, inner if inner != site else None, before, after, self.step,
                                  _storage(t), tuple(t.shape), ref, self.in_optimizer is not None, self.n_calls,
-                                 outer))
+                                 outer, self.calls[-1] if self._inside and self.calls else None))
         self._age()
 
     def _backward(self, kind, func, args, kwargs):
+        if self._inside:       # a backward run by backward code (reentrant checkpointing): not the user's call
+            return func(*args, **kwargs)
         site, _ = caller_sites()
         given = _bound(func, args, kwargs)          # positional or keyword, as the user wrote it
         retain, create = given.get("retain_graph"), bool(given.get("create_graph", False))
@@ -521,6 +528,7 @@ class Recorder(TorchFunctionMode):
             stack = _ACTIVE.stack = []
         stack.append(self)
         _warnings_named_at_user_lines(True)
+        _see_backward_code(True)
         return super().__enter__()
 
     def __exit__(self, *exc):
@@ -530,6 +538,7 @@ class Recorder(TorchFunctionMode):
         self.in_optimizer = None
         _ACTIVE.stack.remove(self)
         _warnings_named_at_user_lines(False)
+        _see_backward_code(False)
         return super().__exit__(*exc)
 
     # ---- what it kept
@@ -550,6 +559,43 @@ class Recorder(TorchFunctionMode):
         """Whether `err` was raised while this recorder was recording (a saved tensor read after
         backward, outside any backward call)."""
         return getattr(err, "_backward_twice_recorder", None) is self
+
+
+_mode_stack = getattr(torch.overrides, "_get_current_function_mode_stack", list)
+_SEEING = [0, None]     # how many recorders are active; the original BackwardCFunction.apply
+
+
+def _apply_seen(ctx, *args):
+    """BackwardCFunction.apply while a recorder is active: the engine runs a custom Function's
+    backward (Python code) with every torch-function mode popped, since it runs inside the
+    recorder's own handler of `backward()`. Pushing the recorder again around that code records an
+    in-place write made there (a loss's backward scaling its saved gradient with `mul_`) with its
+    line, like any other write."""
+    rec = active()
+    if rec is None or rec._inside or rec in _mode_stack():
+        return _SEEING[1](ctx, *args)
+    rec._inside = True
+    TorchFunctionMode.__enter__(rec)
+    try:
+        return _SEEING[1](ctx, *args)
+    finally:
+        TorchFunctionMode.__exit__(rec, None, None, None)
+        rec._inside = False
+
+
+def _see_backward_code(on: bool) -> None:
+    """Install `_apply_seen` while any recorder is active (counted); restore torch's own after."""
+    from torch.autograd.function import BackwardCFunction
+
+    if on:
+        if _SEEING[0] == 0:
+            _SEEING[1] = BackwardCFunction.apply
+            BackwardCFunction.apply = _apply_seen
+        _SEEING[0] += 1
+    elif _SEEING[0] > 0:
+        _SEEING[0] -= 1
+        if _SEEING[0] == 0:
+            BackwardCFunction.apply = _SEEING[1]
 
 
 def active() -> Recorder | None:

@@ -163,6 +163,35 @@ def test_diag_tool_engine_frame_holds_the_backward_outputs():
         "torch/autograd/graph.py's _engine_run_backward no longer holds t_outputs: pass the tensor instead")
 
 
+def test_diag_tool_the_engine_runs_a_custom_backward_through_backward_cfunction_apply():
+    import torch
+    from torch.autograd.function import BackwardCFunction
+
+    class Twice(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    ran, torch_apply = [], BackwardCFunction.apply
+
+    def apply(ctx, *args):
+        ran.append(type(ctx).__name__)
+        return torch_apply(ctx, *args)
+
+    BackwardCFunction.apply = apply
+    try:
+        Twice.apply(torch.ones(2, requires_grad=True)).sum().backward()
+    finally:
+        BackwardCFunction.apply = torch_apply
+    assert ran == ["TwiceBackward"], (
+        "the engine no longer calls BackwardCFunction.apply (looked up on the class) to run a custom "
+        "Function's backward: the recorder no longer sees in-place writes made there (recorder._apply_seen)")
+
+
 def test_diag_tool_indexed_assignment_is_a_copyslices_node():
     import torch
 

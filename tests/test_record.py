@@ -163,6 +163,65 @@ def test_checkpoints_and_hooks_give_the_same_gradients(reentrant):
     assert all(torch.equal(a, b) for a, b in zip(plain, recorded)) and seen_plain == seen_recorded
 
 
+SCALED_IN_BACKWARD = """
+import torch
+
+
+class Loss(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        grad = x.exp()
+        ctx.save_for_backward(grad)
+        return grad.sum()
+
+    @staticmethod
+    def backward(ctx, g):
+        grad, = ctx.saved_tensors
+        grad.mul_(g)
+        return grad
+
+
+w = torch.ones(3, requires_grad=True)
+loss = Loss.apply(w * 2)
+loss.backward(retain_graph=True)
+loss.backward()
+"""
+
+
+def test_a_write_made_by_a_custom_functions_backward_is_recorded_with_its_line_and_the_call_it_ran_in(tmp_path):
+    from torch.autograd.function import BackwardCFunction
+
+    import backward_twice as bt
+
+    torch_apply = BackwardCFunction.apply
+    rec = Recorder()
+    ns, err, path = run_file(tmp_path, SCALED_IN_BACKWARD, rec)
+    src = path.read_text()
+    assert err is not None and "inplace" in str(err)
+    assert BackwardCFunction.apply is torch_apply          # torch's own is back once the recorder exits
+    [write] = list(rec.writes)
+    assert (write.op, write.site.line, write.before, write.after) == ("mul_", _line_of("grad.mul_(g)", src), 0, 1)
+    assert write.during is rec.calls[0] and rec.calls[0].site.line == _line_of("retain_graph=True", src)
+    found = bt.explain(err, names=ns).finding
+    assert found.rule == "inplace-write" and found.confident
+    assert "inside `backward`" in found.cause and found.options[0].kind == "out-of-place"
+    [edit] = found.options[0].edits
+    assert edit.line == write.site.line and edit.lines[0].strip() == "grad = grad.mul(g)"
+    # with the write made out of place, as the option says, the program runs
+    fixed = src.replace("grad.mul_(g)", "grad = grad.mul(g)")
+    assert run_file(tmp_path, fixed, Recorder(), name="fixed.py")[1] is None
+
+
+def test_a_backward_run_by_a_reentrant_checkpoint_is_not_counted_as_the_users_call():
+    from torch.utils.checkpoint import checkpoint
+
+    block = nn.Sequential(nn.Linear(4, 4), nn.Tanh())
+    x = torch.randn(2, 4, requires_grad=True)
+    with Recorder() as rec:
+        checkpoint(block, x, use_reentrant=True).sum().backward()
+    assert [c.kind for c in rec.calls] == ["backward"] and rec.n_calls == 1 and not rec._inside
+
+
 def test_ddp_on_gloo_gives_the_same_gradients_under_the_recorder():
     from ddp_programs import ddp_step
 
