@@ -1778,6 +1778,18 @@ def _explain_inplace(err, root, ns, hint) -> Diagnosis:
                 d._decide("out-of-place", name,
                           f"an in-place op ({how}) changed `{name}`{also}, which {fn.name()} saved. Use the "
                           f"out-of-place op: {_out_of_place(op, name)}.", "an in-place op on a saved tensor", True)
+    elif t is not None and not t.requires_grad:
+        # a tensor that needs no grad (an index, a mask) has no node that records a write: an ordinary
+        # in-place write (`idx[idx == -1] = 0`) and one through .data look the same from here
+        d.evidence.append(f"`{name}` needs no grad, so no node records a write on it: it was written in place "
+                          f"after {fn.name()} saved it (by an in-place op on it or an alias, through .data or "
+                          ".detach(), or under torch.no_grad(); the graph does not say which).")
+        d._decide("no-data-write", name,
+                  f"`{name}` was written in place after {fn.name()} saved it. Write into a copy (`{name} = "
+                  f"{name}.clone()` first), or out of place, or do the write after the backward.",
+                  "a write autograd does not record", False,
+                  [("out-of-place", name, "or an in-place op on a tensor that needs no grad: write out of place")])
+        d.check = f"which line writes into `{name}` (run `%why_backward on`, then run again, to have it recorded)."
     elif t is not None:
         d.evidence.append(f"no op recorded on `{name}` after {fn.name()} saved it (its node is "
                           f"{t.grad_fn.name() if t.grad_fn is not None else 'none'}, made before): it "

@@ -318,20 +318,23 @@ def _inplace(f: Facts) -> None:
     expected, now = int(m.group("expected")), int(m.group("now"))
     f.versions = (expected, now)
     # the saved tensor: in the failed graph, a saved tensor of that shape whose version moved
-    target = None
+    target, first = None, -1
     if f.root is not None and f.root.grad_fn is not None:
         from .walk import raw_saved_tensor, saved_slots
 
+        # of the nodes whose saved tensor matches the message, the engine reaches the newest first (it
+        # runs nodes in decreasing sequence number): a residual `out += x` in a loop writes one per pass
         for fn in _nodes(f.root.grad_fn):
+            seq = fn._sequence_nr() if hasattr(fn, "_sequence_nr") else 0
+            if seq <= first:
+                continue
             for slot, how, value in saved_slots(fn, functions=False):
                 if how != "error" or "inplace" not in str(value):
                     continue
                 t = raw_saved_tensor(fn, slot)
                 if t is not None and tuple(t.shape) == shape and t._version == now:
-                    target = t
+                    target, first = t, seq
                     break
-            if target is not None:
-                break
     f.written = target
     storage = _storage(target) if target is not None else None
     cands = [w for w in f.rec.writes if w.shape == shape or (storage is not None and w.storage == storage)]
@@ -432,7 +435,8 @@ def _detached(rhs: str) -> str:
     """The expression `rhs` (the right-hand side of a line that stores a value) with what it stores
     detached, written for its shape: `(x, y)` -> `(x.detach(), y.detach())`, `{"a": h}` ->
     `{"a": h.detach()}`, `[{...}]` element by element, `None` and other constants kept, `f(x)` ->
-    `f(x).detach()`, `a + b` -> `(a + b).detach()`. Read with `ast`: a tuple has no `.detach()`."""
+    `f(x).detach()`, `a + b` -> `(a + b).detach()`, `[f(x) for f in fs]` -> `[f(x).detach() for f in fs]`.
+    Read with `ast`: a tuple or a list has no `.detach()`."""
     import ast
 
     try:
@@ -450,6 +454,9 @@ def _detached(rhs: str) -> str:
             inner = ", ".join(go(e) for e in n.elts)
             return f"({inner},)" if isinstance(n, ast.Tuple) and len(n.elts) == 1 else \
                 (f"({inner})" if isinstance(n, ast.Tuple) else f"[{inner}]")
+        if isinstance(n, (ast.ListComp, ast.GeneratorExp)):    # `[model(x) for model in models]`: each item
+            fors = " ".join(ast.unparse(g).strip() for g in n.generators)
+            return f"[{go(n.elt)} {fors}]" if isinstance(n, ast.ListComp) else f"({go(n.elt)} {fors})"
         if isinstance(n, ast.Dict) and all(k is not None for k in n.keys):
             return "{" + ", ".join(f"{text(k)}: {go(v)}" for k, v in zip(n.keys, n.values)) + "}"
         if isinstance(n, (ast.Name, ast.Attribute, ast.Call, ast.Subscript)):
@@ -613,9 +620,21 @@ def _helper_sum(f: Facts):
     return new, (Edit(a_line.file, a_line.line, ()), Edit(b_line.file, b_line.line, (_indent(b_line) + new,)))
 
 
-def _sum_option(f: Facts) -> Option:
+def _grad_read_between(f: Facts):
+    """The line that read a `.grad` after the freeing call and before the failing one (the gradient of the
+    first loss is used in between: adversarial training's perturbation), recorded; or None."""
+    if f.failed is None or f.freer is None:
+        return None
+    return next((site for calls, site in getattr(f.rec, "grad_reads", ())
+                 if f.freer.index <= calls < f.failed.index and site is not None), None)
+
+
+def _sum_option(f: Facts) -> Option | None:
     """One backward of the sum; with its edit when both calls are plain `<loss>.backward()` lines on
-    different lines, and no optimizer step runs between them."""
+    different lines, and no optimizer step runs between them. None when a `.grad` was read between the
+    two calls (one backward of the sum would leave nothing to read there)."""
+    if _grad_read_between(f) is not None:
+        return None
     a, b = _backward_expr(f.freer.site), (_backward_expr(f.failed.site) if f.failed else None)
     edits, example = (), "`(loss_a + loss_b).backward()`"
     if a and b:
@@ -926,13 +945,13 @@ def rule_shared_graph(f: Facts) -> Finding | None:
         return None
     if f.root.grad_fn not in f.old or f.stepped:
         return None
-    opts = [_sum_option(f)]
+    opts = [o for o in (_sum_option(f),) if o is not None]
     r = _retain_option(f)
     if r:
         opts.append(r)
     shared = _shared_named(f)
     peers = _shared_detach_options(f)
-    if peers:
+    if peers and opts:
         opts[0].condition = "if both losses should train the part they share"
         if r:
             r.condition = opts[0].condition
@@ -947,10 +966,16 @@ def rule_shared_graph(f: Facts) -> Finding | None:
                            "from a second pass through the discriminator).",
                            "Each loss's gradient reaches only the network it should train; the summed or retained "
                            "graph would also train the other.", kind="detach-input"))
+    again = next((p for p, t in f.named if t is f.root), None) if any(
+        (r() if callable(r) else r) is f.root for r in f.freer.roots) else None
+    if again is not None:       # the same tensor backwarded twice: it is what both calls run from
+        shared = [again]
     return Finding(
         "shared-graph",
-        f"Both losses were built before {f.freer.words()}, which freed the buffers of {_freed_words(f)}; "
-        f"{f.failed.words()} needs them too.",
+        (f"`{again}` was backwarded twice: {f.freer.words()} freed the buffers of {_freed_words(f)}, and "
+         f"{f.failed.words()}, on the same tensor, needs them again." if again is not None else
+         f"Both losses were built before {f.freer.words()}, which freed the buffers of {_freed_words(f)}; "
+         f"{f.failed.words()} needs them too."),
         evidence=[f"{f.freer.words()} released {f.freer.released} node(s)' saved tensors."]
         + ([f"`{f.steps_between[0].site.code()}` at {f.steps_between[0].site.short()} ran in between, but changed "
             "no parameter this graph uses, so keeping the graph is safe."] if f.steps_between
@@ -1069,11 +1094,20 @@ def rule_reused_after_backward(f: Facts) -> Finding | None:
                                    "Nothing trains through what is kept; no graph is kept with it.",
                                    (Edit(site_s.file, site_s.line, (_indent(site_s) + new,)),), kind="detach-carried"))
                 continue
-            edits = ((Edit(s.file, _statement_end(s) + 1, (_indent(s) + detach_snippet(p, o),), insert=True),)
+            snippet, still = detach_snippet(p, o), ""
+            if isinstance(o, torch.Tensor) and _requires_grad_as_input(f, o):
+                snippet = f"{p} = {p}.detach().requires_grad_()"
+                still = (" It still requires grad: the torch.autograd.grad call recorded at "
+                         + next(c.site.short() for c in f.rec.calls if any(r() is o for r in getattr(c, "wrt", ())))
+                         + " differentiates against it, and still can.")
+            edits = ((Edit(s.file, _statement_end(s) + 1, (_indent(s) + snippet,), insert=True),)
                      if re.fullmatch(r"\w+", p) else ())
-            opts.append(Option(f"if `{p}` is fixed data that should not be trained",
-                               f"Detach it once: add `{detach_snippet(p, o)}` after {s.short()}.",
-                               "Nothing trains through it; no graph is kept.", edits, kind="detach-carried"))
+            once = Option(f"if `{p}` is fixed data that should not be trained",
+                          f"Detach it once: add `{snippet}` after {s.short()}.",
+                          "Nothing trains through it; no graph is kept." + still, edits, kind="detach-carried")
+            # made from inputs no optimizer holds: nothing of yours trains it, so fixed data is likelier, first
+            opts.insert(len(opts) - sum(1 for o in opts if o.condition.startswith(f"if `{p}`")) if still
+                        else len(opts), once)
         looped = _loop_loss_options(f, groups, opts)
         tell = "Should each step's loss train what computes it?"
         if looped and _named_after_loop(f, *[(p, v[1]) for p, v in groups.items()][0]):
@@ -1139,7 +1173,7 @@ def rule_reused_after_backward(f: Facts) -> Finding | None:
                 opts.insert(0 if unsafe else len(opts), again)
                 break
     if not f.steps_between and not unsafe:
-        opts.append(_sum_option(f))
+        opts += [o for o in (_sum_option(f),) if o is not None]
     if not unsafe:
         r = _retain_option(f, condition="if both losses should train it",
                            consequence="Both losses' gradients reach it; the buffers stay until the second call.")
@@ -1152,6 +1186,10 @@ def rule_reused_after_backward(f: Facts) -> Finding | None:
     if not opts:        # no edit could be built: the choices, in words (a finding always says what to do)
         opts = _choices_in_words(f, unsafe)
     evidence = [f"Reused: {carried_words}."]
+    read = _grad_read_between(f)
+    if read is not None:
+        evidence.append(f"`{read.code()}` at {read.short()} reads a gradient between the two calls, so one backward "
+                        "of their sum is no remedy: there would be nothing to read there.")
     writer = _writer_between(f, unsafe) if unsafe else None
     if writer is not None and not f.steps_between:
         evidence.append(f"`{writer.op}` at {writer.site.short()}"
@@ -1185,6 +1223,61 @@ def _named_after_loop(f: Facts, name: str, made: Site) -> bool:
                for n in range(loop.end_lineno + 1, end + 1))
 
 
+def _requires_grad_as_input(f: Facts, t) -> bool:
+    """Whether a recorded `torch.autograd.grad` call differentiated against `t` (a PINN's collocation
+    times `t`, for du/dt): detached, it must require grad again, or that call raises."""
+    return any(r() is t for c in f.rec.calls for r in getattr(c, "wrt", ()))
+
+
+def _subscripts(text: str, path: str) -> list:
+    """Each `path[...]` in `text`, whole (brackets balanced), with its index: [(`logits[(k + 1) % 3]`,
+    `(k + 1) % 3`)]."""
+    out = []
+    for m in re.finditer(rf"(?<![\w.]){re.escape(path)}\[", text):
+        depth = 0
+        for j in range(m.end(), len(text)):
+            if text[j] in "([{":
+                depth += 1
+            elif text[j] in ")]}":
+                if depth == 0:
+                    out.append((text[m.start():j + 1], text[m.end():j].strip()))
+                    break
+                depth -= 1
+    return out
+
+
+def _item_use_by_op(f: Facts, path: str, made: Site):
+    """(`outputs[j]`, its Site): the one line of the failing pass's loop that reads an item of the list
+    `path` (made at `made`, before the loop) other than the pass's own (indexed by the loop's variable),
+    when this loss's graph has nodes made there. An earlier pass freed an item this pass needs: the
+    earlier pass read it through such a line (its own item is freed only by its own backward)."""
+    import ast
+
+    loop = _loop_around(f.failed.site, made)
+    own = {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)} if isinstance(loop, ast.For) else set()
+    if not own or not re.fullmatch(r"\w+", path) or f.root is None or f.root.grad_fn is None:
+        return None
+    lines = {x.line for fn in _nodes(f.root.grad_fn, 20_000) if (m := made_at(fn)) is not None
+             for x in (m[0], *(m[3] if len(m) > 3 else ())) if x is not None and x.file == made.file}
+    found = {}
+    for n in range(_stmts(loop)[0].lineno, f.failed.site.line):
+        site = Site(made.file, n, f.failed.site.function)
+        for whole, index in _subscripts(site.code(), path) if n in lines else ():
+            if not {part.strip() for part in index.split(",")} & own:     # `[:, t]` and `[i]` are the pass's own
+                found[(whole, site)] = None
+    return next(iter(found)) if len(found) == 1 else None
+
+
+def _steps_reach(f: Facts, obj) -> bool:
+    """Whether a recorded optimizer step changed a parameter that the graph of `obj` (a tensor, or a list,
+    tuple or dict of them) saved: kept, that graph would raise the in-place error on a later pass."""
+    items = obj.values() if isinstance(obj, dict) else obj if isinstance(obj, (list, tuple)) else [obj]
+    fns = [t.grad_fn for t in items if isinstance(t, torch.Tensor) and t.grad_fn is not None]
+    stepped = {id(p) for s in f.rec.opt_steps for r in s.params if (p := r()) is not None}
+    return bool(stepped) and any(is_leaf_node(fn) and id(getattr(fn, "variable", None)) in stepped
+                                 for root in fns for fn in _nodes(root, 20_000))
+
+
 def _loop_loss_options(f: Facts, groups: dict, have: list) -> list:
     """A value made in a loop's body, before an inner loop whose own loss frees it on each pass (a
     critic run five times on one generated batch, whose penalty reaches the generator): that loss may
@@ -1197,6 +1290,15 @@ def _loop_loss_options(f: Facts, groups: dict, have: list) -> list:
     path, (_obj, made, _st) = next(iter(groups.items()))
     if made is None or not _loops_holding(made) or _loop_around(f.failed.site, made) is None:
         return out
+    item = _item_use_by_op(f, path, made)       # `F.softmax(outputs[j])`: an item of a list, at the op that reads it
+    if item is not None:
+        text, at = item
+        new = at.code().replace(text, f"{text}.detach()", 1)
+        out.append(Option(f"if the loss of {f.freer.site.short()} should not train what made the other items of "
+                          f"`{path}` (at {made.short()}), only its own",
+                          f"Detach the item where that loss reads it: write `{new}` at {at.short()}.",
+                          "Each pass's loss then trains only what made its own item; the others are constants to "
+                          "it.", (Edit(at.file, at.line, (_indent(at) + new,)),), kind="detach-input", detached=path))
     # the loop's line that uses it with its graph (the earlier pass's loss is gone: the lines are read)
     lines = [Site(made.file, n, made.function) for n in range(_statement_end(made) + 1, f.freer.site.line)
              if made.file == f.freer.site.file and _detach_at_use(Site(made.file, n, made.function), path)]
@@ -1209,7 +1311,7 @@ def _loop_loss_options(f: Facts, groups: dict, have: list) -> list:
                           f"Detach it where that loss uses it: write `{got[0]}` at {lines[0].short()}.",
                           "That loss's gradient stops at it; what uses it after the loop still trains "
                           "through it.", (got[1],), kind="detach-input", detached=path))
-    if not _stepped_old(f):
+    if not _stepped_old(f) and not _steps_reach(f, _obj):
         got = _with_kwarg(f.freer.site, "retain_graph=True")
         if got is not None and not any(o.kind == "retain-or-sum" for o in have):
             out.append(Option(f"if the loss of {f.freer.site.short()} should also train what made `{path}`, on "
@@ -1449,6 +1551,11 @@ def _cache_entry(f: Facts, path: str, made: Site) -> list | None:
         if built is not None:       # `prompts = {"a": enc(a), ...}` before the loop: no step adds to it
             site_b, rhs, into = built
             lines = tuple(dict.fromkeys([made.code(), site_b.code()]))
+            items = whole.values() if isinstance(whole, dict) else whole
+            stops = {t.grad_fn for t in items if isinstance(t, torch.Tensor) and t.grad_fn is not None}
+            if f.root is not None and f.root.grad_fn is not None and stops \
+                    and not _reaches_leaf([f.root.grad_fn], stops):    # every item detached, the loss trains nothing
+                return [_build_again(f"if what computes `{path}` should be trained by every step's loss", lines, into)]
             return [_build_again(f"if what computes `{path}` should be trained by every step's loss", lines, into),
                     Option(f"if `{path}` holds fixed data that should not be trained",
                            f"Keep it detached: write `{path} = {_detached(rhs)}` at {site_b.short()}.",
@@ -1565,7 +1672,7 @@ def rule_kept_unnamed(f: Facts) -> Finding | None:
             evidence=evidence, options=opts, confidence="depends",
             how_to_tell="Should each step's loss train what computes it?")
     unsafe = _stepped_old(f)
-    opts = [] if unsafe else [_sum_option(f)]
+    opts = [] if unsafe else [o for o in (_sum_option(f),) if o is not None]
     for o in opts:
         o.condition = "if both losses should train the part they share"
     r = None if unsafe else _retain_option(f, condition="if both losses should train it")
@@ -1674,8 +1781,9 @@ def _each_own_network(f: Facts) -> Option | None:
 
 
 def _reaches_leaf(starts, stop) -> bool:
-    """Whether a parameter (an AccumulateGrad node) is reachable from `starts` without passing `stop`."""
-    seen, todo = {stop}, list(starts)
+    """Whether a parameter (an AccumulateGrad node) is reachable from `starts` without passing `stop`
+    (a node, or a set of nodes)."""
+    seen, todo = (set(stop) if isinstance(stop, (set, frozenset)) else {stop}), list(starts)
     while todo:
         fn = todo.pop()
         if fn is None or fn in seen:
@@ -1984,7 +2092,7 @@ def rule_inplace_recorded(f: Facts) -> Finding | None:
                     Edit(step_site.file, _statement_end(below) + 1, tuple(moved), insert=True))
             lines_moved = sorted(blocks)
         w = _with_site(w, step_site)
-        apart = _detach_from_changed(f, w)
+        apart = _detach_from_changed(f, w) or _detach_carried_into_pass(f, w)
         return Finding(
             "inplace-optimizer-step",
             f"`{w.site.code()}` at {w.site.short()} updated a weight{name_words} that "
@@ -2091,12 +2199,13 @@ def rule_inplace_recorded(f: Facts) -> Finding | None:
 
 
 def _in_forward(f: Facts, site: Site) -> bool:
-    """Whether the failing loss's graph has a node made at `site`: the line is part of its forward."""
+    """Whether the failing loss's graph has a node made at `site`, or by a call made there (a helper
+    of yours called on that line): the line is part of its forward."""
     if f.root is None or f.root.grad_fn is None:
         return False
     for fn in _nodes(f.root.grad_fn, 20_000):
         m = made_at(fn)
-        if m is not None and m[0] == site:
+        if m is not None and (m[0] == site or site in (m[3] if len(m) > 3 else ())):
             return True
     return False
 
@@ -2283,11 +2392,17 @@ def _backward_up(f: Facts, below: Site | None, steps: list) -> Option | None:
     _s, _first, last = found
     if last >= min(steps) or last + 1 >= below.line:
         return None          # the loss is made after a step, or the call is right below it already
-    text = linecache.getline(below.file, below.line).rstrip("\n")
+    text, keep = linecache.getline(below.file, below.line).rstrip("\n"), ""
+    # a backward it now runs before kept the graph (retain_graph=True): they share it, so the moved one keeps it too
+    if any(c.retain_graph and c.site.file == below.file and last < c.site.line < below.line for c in f.rec.calls):
+        got = _with_kwarg(below, "retain_graph=True")
+        if got is None:
+            return None
+        text, keep = _indent(below) + got[0], f", as `{got[0]}`: the backward that now follows it uses the same graph"
     return Option("if both gradients should be computed with the weights before the step, and what runs in "
                   "between should see this loss's own step",
                   f"Call it as soon as its loss is made: move `{below.code()}` from {below.short()} to just after "
-                  f"line {last}.", "It backwards and steps first; the lines in between then run with the weights "
+                  f"line {last}{keep}.", "It backwards and steps first; the lines in between then run with the weights "
                   "it updated.", (Edit(below.file, below.line, ()), Edit(below.file, last + 1, (text,), insert=True)),
                   kind="backward-before-step")
 
@@ -2359,6 +2474,27 @@ def _persistent_write(f: Facts, w, t) -> Finding | None:
             "inplace-write", headline,
             evidence=[recorded, "The write is made by a call of this loss's forward (a node of its graph was made there)."],
             options=opts, confidence="certain", culprit=names[0] if names else None, culprits=names)
+    after = moved is None and w.seq >= 0 and f.root is not None and f.root.grad_fn is not None and any(
+        fn._sequence_nr() > w.seq for fn in _nodes(f.root.grad_fn, 20_000) if made_at(fn) is not None)
+    if after:
+        copy = _copy_at_read(f, names, w.site)
+        copy.condition = "if the forward after the write reads the written values (the write prepares them for it)"
+        copy.fix = copy.fix.replace("Or, where", "Where", 1)
+        # this loss's forward went on after the write (a helper that fixes up an index, then reads it): whether
+        # the later ops need the written values is not recorded, so moving the write is one option of two
+        return Finding(
+            "inplace-write", headline,
+            evidence=[recorded, "This loss's forward went on after the write (its graph has nodes made after it), "
+                      "so the ops after it may read the written values; which ones do is not recorded."],
+            options=[copy,
+                     Option("if nothing the forward computes after the write needs the written values",
+                            f"Make the write after the backward: `{w.site.code()}` at {w.site.short()}"
+                            + (f" (called from {w.outer[0].short()})" if w.outer else "")
+                            + f" would run after {f.failed.site.short()}.",
+                            "The backward uses the values its graph saved; the tensor is updated as before, for "
+                            "the next forward.", kind="no-data-write" if not t.requires_grad else "backward-before-step")],
+            confidence="depends", culprit=names[0] if names else None, culprits=names,
+            how_to_tell=f"Does the forward after {w.site.short()} read the values it writes?")
     edits, where = (), f"`{w.site.code()}` at {w.site.short()}"
     if moved is not None:
         first, a, b = moved
@@ -2492,8 +2628,11 @@ def _detach_from_changed(f: Facts, w) -> Option | None:
             continue                        # detaching it would not cut the way to the changed weight
         if not _reaches_leaf([f.root.grad_fn], fn):
             continue                        # this loss would then train nothing
-        user = next((n for n in nodes if any(x is fn and i == u.output_nr for x, i in n.next_functions)), None)
+        consumers = [n for n in nodes if any(x is fn and i == u.output_nr for x, i in n.next_functions)]
+        user = consumers[0] if consumers else None
         m = made_at(user) if user is not None else None
+        if len({made_at(n)[0] if made_at(n) else None for n in consumers}) > 1:
+            continue          # used at two lines (`adv = x + perturbation`, then the norm): one detach is half a cut
         got = _detach_at_use(m[0], path) if m is not None and m[0] is not None else None
         if got is not None:
             kept = len({id(x.variable) for x in _reach([f.root.grad_fn], fn, m[0]) if is_leaf_node(x)})
@@ -2513,6 +2652,46 @@ def _detach_from_changed(f: Facts, w) -> Option | None:
                   where,
                   f"This loss's gradient stops at `{path}`, so it no longer needs the weights the step changed; "
                   "it still trains what it computes from there.", (got[1],), kind="detach-at-use")
+
+
+def _detach_carried_into_pass(f: Facts, w) -> Option | None:
+    """The weight the step changed is used by a line of a forward loop (built before the backwards,
+    not holding them) that reads a value carried from the pass before (`x = block[i](x_in)`, then
+    `x_in = x`): a later pass's loss reaches back through it into what earlier passes computed. If each
+    pass's loss should train only its own pass, detach what is carried, where it is carried."""
+    import ast
+
+    t = w.tensor() if w.tensor is not None else None
+    if f.root is None or f.root.grad_fn is None or t is None or f.failed is None:
+        return None
+    nodes = _nodes(f.root.grad_fn, 20_000)
+    acc = next((fn for fn in nodes if is_leaf_node(fn) and getattr(fn, "variable", None) is t), None)
+    users = [fn for fn in nodes if acc is not None and any(x is acc for x, _ in fn.next_functions)]
+    users += [fn for fn in nodes if any(x in users for x, _ in fn.next_functions)]    # through a TBackward
+    sites = dict.fromkeys(x for fn in users if (m := made_at(fn)) is not None for x in (m[0], *(m[3] if len(m) > 3 else ()))
+                          if x is not None and x.file == f.failed.site.file)
+    for site in sites:
+        loops = [n for n in _loops_holding(site) if not (n.lineno <= f.failed.site.line <= n.end_lineno)]
+        if not loops:
+            continue
+        body = _stmts(loops[-1])
+        reads = {n.id for st in body if st.lineno <= site.line for n in ast.walk(st)
+                 if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+        carried = [st for st in body if isinstance(st, ast.Assign) and len(st.targets) == 1
+                   and isinstance(st.targets[0], ast.Name) and st.targets[0].id in reads and st.lineno > site.line]
+        if len(carried) != 1:
+            continue
+        st = carried[0]
+        at = Site(site.file, st.lineno, site.function)
+        name, rhs = st.targets[0].id, at.code().split("=", 1)[1].strip()
+        new = f"{name} = {_detached(rhs)}"
+        return Option("if each pass's loss should train only its own pass (not what earlier passes computed, "
+                      "with the weights the step changed)",
+                      f"Detach what is carried into the next pass: write `{new}` at {at.short()}.",
+                      f"Each pass starts from a constant `{name}`; its loss no longer reaches the earlier passes, "
+                      "nor the weights their steps changed.", (Edit(at.file, at.line, (_indent(at) + new,)),),
+                      kind="detach-at-use")
+    return None
 
 
 def _runs_later_in_loop(step: Site, failed) -> bool:
@@ -2543,19 +2722,28 @@ def _remake_after_step(f: Facts, w) -> Option:
         made = made_at(u.grad_fn)
         if made is None or made[0] is None or made[1] > w.step or not _reaches_any(u.grad_fn, {acc}):
             continue                        # made after the step, or not through the changed weight
-        user = next((n for n in nodes if any(x is u.grad_fn and i == u.output_nr for x, i in n.next_functions)), None)
-        use = made_at(user) if user is not None else None
-        if use is None or use[0] is None or use[0].file != made[0].file:
+        # the line of the failing call's function that made it (`fake = netG(z)`, or `pert, adv = make_adv(G, x)`
+        # when it was made in a helper), repeated above the first line of the step's loop that reads what it made
+        fail = f.failed.site
+        target = rf"\s*(?:[\w.]+\s*,\s*)*{re.escape(path)}(?:\s*,\s*[\w.]+)*\s*=[^=]"
+        maker = next((s for s in (made[0], *made[3]) if s is not None and s.file == fail.file
+                      and s.function == fail.function and re.match(target, s.code()) and _statement_end(s) == s.line),
+                     None)
+        loops = _loops_holding(w.site) if maker is not None else []
+        if not loops or loops[-1].lineno <= maker.line <= _stmts(loops[-1])[-1].end_lineno:
             continue
-        maker = next((s for s in (made[0], *made[3]) if s.file == use[0].file and s.function == use[0].function
-                      and re.match(rf"\s*{path}\s*=[^=]", s.code()) and _statement_end(s) == s.line), None)
-        if maker is None or maker.line == use[0].line:
+        names = [n.strip() for n in maker.code().split("=", 1)[0].split(",")]
+        first = next((n for n in range(_stmts(loops[-1])[0].lineno, fail.line + 1)
+                      if any(re.search(rf"(?<![\w.]){re.escape(x)}(?![\w])", linecache.getline(fail.file, n))
+                             for x in names)), None)
+        if first is None:
             continue
+        use = Site(fail.file, first, fail.function)
         return Option("if the later loss should use the updated weights",
                       f"Compute `{path}` again after {w.site.short()}, where this loss uses it: write "
-                      f"`{maker.code()}` above {use[0].short()} (it was made at {maker.short()}, before the step).",
+                      f"`{maker.code()}` above {use.short()} (it was made at {maker.short()}, before the step).",
                       "The loss then runs through a new graph, made with the updated weights.",
-                      (Edit(use[0].file, use[0].line, (_indent(use[0]) + maker.code(),), insert=True),),
+                      (Edit(use.file, use.line, (_indent(use) + maker.code(),), insert=True),),
                       kind="recompute-in-step")
     return said
 
@@ -2599,6 +2787,8 @@ def _unnamed_cuts(f: Facts, nodes: list, acc) -> list:
                 continue
             if not _reaches_leaf([f.root.grad_fn], n):
                 continue
+            if len({(made_at(y) or (None,))[0] for y in nodes if any(x is n for x, _ in y.next_functions)}) > 1:
+                continue          # read at two lines of this loss: one detach would be half a cut
             uses = [u for u in (mc[0], *(mc[3] if len(mc) > 3 else ())) if u is not None]
             uses.sort(key=lambda u: u.function != maker[0].function)    # where the name was assigned first
             for use in uses:
@@ -2630,8 +2820,12 @@ def _names_of(f: Facts, w) -> list:
     code = w.site.code()
     if out:
         first = next(u for p, u in f.named if p == out[0])
-        out.sort(key=lambda p: 0 if next(u for q, u in f.named if q == p) is first
-                 and re.search(rf"(?<![\w.]){re.escape(p)}(?![\w])", code) else 1)
+        out.sort(key=lambda p: (0 if next(u for q, u in f.named if q == p) is first
+                                and re.search(rf"(?<![\w.]){re.escape(p)}(?![\w])", code) else 1,
+                                # the name the line writes (`out += shortcut(x)`, `out.add_(...)`) before one it reads,
+                                # when it is the graph's own tensor (not a detached alias written through)
+                                0 if re.match(rf"\s*{re.escape(p)}\s*(?:[-+*/@|&^]=|\[|\.\w+_\()", code)
+                                and next(u for q, u in f.named if q == p).requires_grad else 1))
     return out[:4]
 
 

@@ -109,6 +109,7 @@ class Call:
     error: BaseException | None = None
     roots: tuple = ()         # weak references to the tensors it was called on
     outer: tuple = ()         # the user's lines that called the line of the call (a wrapper's caller)
+    wrt: tuple = ()           # autograd.grad: weak references to the tensors it differentiated against
 
     def words(self) -> str:
         what = "backward()" if self.kind == "backward" else "torch.autograd.grad()"
@@ -132,6 +133,7 @@ class Write:
     calls: int = 0            # backward()/autograd.grad() calls made before it
     outer: tuple = ()         # the user's lines that called the line that wrote (innermost first)
     during: Call | None = None  # the backward call whose backward code (a custom Function's) wrote
+    seq: int = -1             # the sequence number of the last node made before the write (-1: none seen)
 
 
 @dataclass
@@ -268,6 +270,8 @@ def _bound(func, args, kwargs) -> dict:
 
 _ACTIVE = threading.local()
 _compiling = torch.compiler.is_compiling
+_GRAD_GET = torch.Tensor.grad.__get__
+_OVERRIDES = torch.overrides.__file__
 _ALL: weakref.WeakSet[Recorder] = weakref.WeakSet()
 
 
@@ -387,6 +391,7 @@ class Recorder(TorchFunctionMode):
         self.calls: deque = deque(maxlen=MAX_RECORDS)
         self.writes: deque = deque(maxlen=MAX_RECORDS)
         self.opt_steps: deque = deque(maxlen=MAX_RECORDS)
+        self.grad_reads: deque = deque(maxlen=MAX_RECORDS)   # (backward calls before it, Site): a .grad read
         self.step = 0              # optimizer steps completed
         self.n_calls = 0
         self.dropped = 0           # records dropped for age
@@ -394,12 +399,15 @@ class Recorder(TorchFunctionMode):
         self.in_optimizer: Site | None = None
         self._hooks = []
         self._inside = False       # True while Python backward code runs under this recorder
+        self.last_seq = -1         # the sequence number of the last node it tagged (writes are ordered by it)
         _ALL.add(self)
 
     # ---- the mode
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         if _compiling() or func in _PASS:      # Dynamo traces through: compiled code stays compiled
+            if func == _GRAD_GET and self.n_calls and (not self.grad_reads or self.grad_reads[-1][0] != self.n_calls):
+                self._grad_read()
             return func(*args, **kwargs)
         kind = _BACKWARDS.get(func)
         if kind is not None:
@@ -434,7 +442,18 @@ class Recorder(TorchFunctionMode):
                             if site is None:
                                 site, inner = caller_sites()
                             _tag(fn, (site, self.step, self.n_calls, outer_sites()))
+                            self.last_seq = fn._sequence_nr()
         return out
+
+    def _grad_read(self) -> None:
+        """Note the first `.grad` read by your own code (not by an optimizer's step or zero_grad) after a
+        backward call: the gradient of that call is used before the next one."""
+        frame = sys._getframe(2)
+        while frame is not None and (frame.f_code.co_filename.startswith(_OWN_DIR)
+                                     or frame.f_code.co_filename == _OVERRIDES):
+            frame = frame.f_back
+        if frame is not None and _kind_of(frame.f_code.co_filename) == 2:
+            self.grad_reads.append((self.n_calls, _site(frame)))
 
     def _write(self, func, t, before, after, site, inner) -> None:
         if self.in_optimizer is not None:
@@ -447,7 +466,7 @@ class Recorder(TorchFunctionMode):
         outer = outer_sites(3) if self.in_optimizer is None else getattr(self, "_step_outer", ())
         self.writes.append(Write(op, site, inner if inner != site else None, before, after, self.step,
                                  _storage(t), tuple(t.shape), ref, self.in_optimizer is not None, self.n_calls,
-                                 outer, self.calls[-1] if self._inside and self.calls else None))
+                                 outer, self.calls[-1] if self._inside and self.calls else None, self.last_seq))
         self._age()
 
     def _backward(self, kind, func, args, kwargs):
@@ -464,6 +483,10 @@ class Recorder(TorchFunctionMode):
         self.n_calls += 1
         call = Call(self.n_calls, kind, site, bool(retain), create, self.step,
                     roots=tuple(weakref.ref(r) for r in roots if isinstance(r, torch.Tensor)), outer=outer_sites(3))
+        if kind == "autograd.grad":
+            wrt = given.get("inputs")
+            wrt = wrt if isinstance(wrt, (list, tuple)) else (wrt,)
+            call.wrt = tuple(weakref.ref(t) for t in wrt if isinstance(t, torch.Tensor))
         self.calls.append(call)
         nodes = [] if retain else [fn for fn in _graph_nodes(roots) if _has_saved(fn) and freed_by(fn) is None]
         try:

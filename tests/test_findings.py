@@ -113,6 +113,15 @@ RULE_OF = {
     "mstn_moving_centroids_kept_with_graph": "carried-across-steps",
     "srgan_fake_out_reused_after_d_step": "inplace-optimizer-step",
     "streaming_detector_reference_memories_kept_in_deque": "computed-once",
+    # written with heldout_r8 (2026-11-28)
+    "advgan_generator_steps_reuse_adv_images": "inplace-optimizer-step",
+    "autoencoder_codes_encoded_before_classifier": "computed-once",
+    "griffinlim_phase_divided_in_place": "inplace-write",
+    "kpconv_gather_writes_shadow_index": "inplace-write",
+    "mlnt_fast_weights_grads_not_detached": "reused-after-backward",
+    "ngp_pose_refine_same_image_view": "carried-across-steps",
+    "refinenet_chained_residual_pool_iadd": "inplace-write",
+    "solov2_mask_feature_sum_inplace": "inplace-write",
 }
 
 # programs whose offered remedies, applied and run, do not reproduce the maintainers' gradients
@@ -140,7 +149,10 @@ BY_HAND = {"gcn_cached_adjacency_attack", "modules_set_inplace", "pwlu_running_s
 # programs where no option is the right one (docs/diagnosis.md says why)
 MISSES = {"ace_rollout_grad_accumulation_concatenated_steps",   # two carriers: the state and a concatenation
           "fqf_entropy_loss_reaches_quantile_nets",   # two fixes: a detach and a term taken out of the loss
-          "cql_lagrangian_alpha_backward_frees_critic_graph"}   # the kept graph the fix needs is not offered
+          "cql_lagrangian_alpha_backward_frees_critic_graph",   # the kept graph the fix needs is not offered
+          # the fast weights' gradients detached where the later losses use them: a value made by
+          # autograd.grad inside a list comprehension, no name of it reaches the later loss's line
+          "mlnt_fast_weights_grads_not_detached"}
 
 
 def test_every_development_program_is_pinned_to_a_rule():
@@ -307,3 +319,38 @@ def test_a_value_freed_on_an_earlier_pass_of_the_same_step_is_not_called_an_earl
     assert d.rule == "computed-once"
     assert "made before the loop" in d.finding.cause and "no optimizer step ran in between" in d.finding.cause
     assert "earlier step" not in d.finding.cause
+
+
+def test_a_list_built_by_a_comprehension_is_stored_detached_item_by_item():
+    # `([m(x) for m in ms]).detach()` raised: a list has no .detach()
+    assert findings._detached("[m(x) for m in ms]") == "[m(x).detach() for m in ms]"
+    assert findings._detached("(f(x) for f in fs if f)") == "(f(x).detach() for f in fs if f)"
+
+
+def test_the_items_a_line_reads_are_found_whole_with_their_index():
+    assert findings._subscripts("t = F.softmax(o[(k + 1) % 3] / 2, 1) + o[k] + no[j]", "o") == [
+        ("o[(k + 1) % 3]", "(k + 1) % 3"), ("o[k]", "k")]
+
+
+def test_of_two_residual_writes_in_a_loop_the_one_backward_reaches_first_is_named(tmp_path):
+    """`out += residual` in a loop of blocks writes one saved ReLU output per pass: the engine runs the
+    newest node first, so the error is about the last pass's `out` (not the first's, now `residual`)."""
+
+    src = tmp_path / "blocks.py"
+    src.write_text("import torch\n"
+                   "torch.manual_seed(0)\n"
+                   "layers = [torch.nn.Linear(4, 4), torch.nn.Linear(4, 4)]\n"
+                   "x = torch.randn(2, 4)\n"
+                   "for layer in layers:\n"
+                   "    residual = x\n"
+                   "    out = torch.relu(layer(x))\n"
+                   "    out += residual\n"
+                   "    x = out\n"
+                   "x.sum().backward()\n")
+    ns, err, rec = remedy.run_source(src.read_text(), src, record=True)
+    assert err is not None and "inplace" in str(err)
+    f = findings.gather(err, rec, ns, "inplace")
+    same = findings._storage
+    assert same(f.written) == same(ns["out"]) and same(f.written) != same(ns["residual"])
+    found = findings.diagnose(f)
+    assert found.culprit == "out" and found.confident

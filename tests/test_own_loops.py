@@ -43,6 +43,15 @@ def test_the_option_for_the_intent_runs_and_gives_the_fixs_gradients(path):
 
 
 @pytest.mark.parametrize("path", PROGRAMS, ids=[p.stem for p in PROGRAMS])
+def test_no_option_offered_is_an_edit_that_raises(path):
+    # an option whose edit, applied, still raises is a harm (summing two losses when a gradient is read
+    # between their backwards; moving a backward above one that shares its graph, without keeping it)
+    d, _, _ = remedy.diagnose(path)
+    verdicts = [v for _, v in remedy.try_options(path, d)]
+    assert not [v for v in verdicts if str(v).startswith("raises")], (verdicts, d.message)
+
+
+@pytest.mark.parametrize("path", PROGRAMS, ids=[p.stem for p in PROGRAMS])
 def test_after_the_fact_it_is_never_confidently_wrong(path):
     d, _, _ = remedy.diagnose(path, recorded=False)
     if d.confident:

@@ -222,6 +222,41 @@ def test_a_backward_run_by_a_reentrant_checkpoint_is_not_counted_as_the_users_ca
     assert [c.kind for c in rec.calls] == ["backward"] and rec.n_calls == 1 and not rec._inside
 
 
+def test_it_records_what_autograd_grad_differentiates_against_and_gradients_read_between_calls(tmp_path):
+    src = """
+import torch
+w = torch.ones(3, requires_grad=True)
+opt = torch.optim.SGD([w], lr=0.1)
+t = 1 + 2 * torch.rand(3, requires_grad=True)
+u = (w * t ** 2).sum()
+du = torch.autograd.grad(u, t, create_graph=True)[0]
+du.sum().backward(retain_graph=True)
+opt.zero_grad()
+u.backward(retain_graph=True)
+g = w.grad.clone()
+opt.step()
+"""
+    rec = Recorder()
+    ns, err, path = run_file(tmp_path, src, rec)
+    text = path.read_text()
+    assert err is None
+    [grad_call] = [c for c in rec.calls if c.kind == "autograd.grad"]
+    assert [r() for r in grad_call.wrt] == [ns["t"]]
+    # zero_grad's and step's reads of .grad are torch's, not yours: only the line `g = w.grad...` is noted
+    assert [(calls, site.line) for calls, site in rec.grad_reads] == [(3, _line_of("g = w.grad", text))]
+
+
+def test_a_write_is_ordered_among_the_nodes_made_around_it():
+    x = torch.ones(3, requires_grad=True)
+    with Recorder() as rec:
+        a = x * 2
+        idx = torch.zeros(3, dtype=torch.long)
+        idx[0] = 1
+        b = a.exp()
+    [write] = list(rec.writes)
+    assert a.grad_fn._sequence_nr() <= write.seq < b.grad_fn._sequence_nr()
+
+
 def test_ddp_on_gloo_gives_the_same_gradients_under_the_recorder():
     from ddp_programs import ddp_step
 

@@ -33,7 +33,8 @@ import torch
 
 HERE = pathlib.Path(__file__).parent
 # heldout: the first batch, written before the tool changed
-SPLITS = ("heldout", "dev", "heldout_rec", "heldout_r2", "heldout_r3", "heldout_r4", "heldout_r5", "heldout_r6", "heldout_r7", "heldout_r8")
+SPLITS = ("heldout", "dev", "heldout_rec", "heldout_r2", "heldout_r3", "heldout_r4", "heldout_r5", "heldout_r6",
+          "heldout_r7", "heldout_r8")
 # heldout_rec: written and frozen before the recorder (issue 27); scored once, at the end. It is
 # left out of programs() without a split, so a default scoring run (test_diagnosis_targets,
 # test_diagnose_ipython) never shows it; ask for it by name: programs("heldout_rec").

@@ -17,7 +17,7 @@ import torch.nn.functional as F
 
 SOURCE = "SCUT-AILab/DCP#20"
 CATEGORY = "two-backwards"
-CULPRIT = "segments[1][2].weight"
+CULPRIT = "segments[0][2].weight"
 CAUSE = "the next segment's loss backwards into earlier segments already stepped by their optimizers"
 FIX_KIND = "detach-at-use"
 ERROR = "inplace"
