@@ -20,7 +20,7 @@ CULPRIT = "x"
 CAUSE = "the positional convolution's output is added in place into x, whose view the convolution saved"
 FIX_KIND = "out-of-place"
 ERROR = "inplace"
-INTENT = ("The classification loss fine-tunes the whole model: patch projection, positional "
+INTENT = ("The classification loss trains (fine-tunes) the whole model: patch projection, positional "
           "convolution, transformer layer and head.")
 GRADS = "model.parameters()"
 
@@ -40,8 +40,8 @@ for step in range(2):
     x_conv = x_conv.transpose(1, 2)
     x += x_conv  # BUG
     # FIX: x = x.clone() + x_conv
-    x = model["layer"](model["encoder_layer_norm"](x))
-    loss = F.cross_entropy(model["head"](x.mean(dim=1)), labels)
+    layer_results = model["layer"](model["encoder_layer_norm"](x))
+    loss = F.cross_entropy(model["head"](layer_results.mean(dim=1)), labels)
     optimizer.zero_grad()
     loss.backward()
     optimizer.step()
