@@ -6,8 +6,9 @@ Rewritten from huggingface/diffusers#2586 ("fix the in-place modification in une
 using controlnet"): UNet2DConditionModel did `down_block_res_sample += down_block_additional_residual`,
 which "will cause backprop errors when training the controlnet". A maintainer saw no error training
 the ControlNet alone; the author: the error appears "as long as you want to also fine-tune the
-UNet", since then the down blocks' outputs are saved for the UNet's own backward. The merged fix
-stops writing into them: `down_block_res_sample = down_block_res_sample + down_block_additional_residual`.
+UNet", since then the down blocks' outputs are saved for the UNet's own backward. The merged PR
+("Just adding a clone operation") stops writing into them; diffusers' UNet now reads
+`down_block_res_sample = down_block_res_sample + down_block_additional_residual`.
 """
 import torch
 import torch.nn as nn

@@ -4,11 +4,12 @@ per step to re-evaluate the loss and its gradient along the search direction.
 Rewritten from pytorch/pytorch#111369 ("torch.optim.LBFGS error"): the poster computes
 `pred = model(x)` once, before `def closure(): optimizer.zero_grad(); loss = criterion(pred, y...);
 loss.backward(); return loss`, and `optimizer.step(closure)` fails with the "backward through the
-graph a second time" error. The poster then "solved the problem" by computing the prediction inside
-the closure, which is what the optimizer's documentation asks of a closure: it "should clear the
-gradients, compute the loss, and return it", i.e. recompute the model (`output = model(input)` inside
-`def closure()`). The closure's second evaluation reuses the first evaluation's graph, freed by
-its backward, and would see stale weights even with retain_graph.
+graph a second time" error; asked for runnable code by a maintainer, the poster then reports "I
+solved the problem as ..." (the stored thread is cut there). The fix written here is the one the
+optimizer's documentation gives for closures: a closure "should clear the gradients, compute the
+loss, and return it", recomputing the model (`output = model(input)` inside `def closure()`). LBFGS
+evaluates the closure several times per step; the second evaluation reuses the first one's graph,
+freed by its backward, and would see stale weights even with retain_graph.
 """
 import torch
 import torch.nn as nn
