@@ -1,6 +1,6 @@
-"""StyleGAN2's discriminator step in a LightningModule with manual optimization: the logistic loss
-and the lazy R1 penalty (the gradient of D's score on real images) each get a backward and a step
-of the same discriminator optimizer, inside one training_step.
+"""StyleGAN2's discriminator step ported to a LightningModule (written out here as manual
+optimization): the logistic loss and the lazy R1 penalty (the gradient of D's score on real images)
+each get a backward and a step of the same discriminator optimizer, inside one training_step.
 
 Rewritten from Lightning-AI/pytorch-lightning#2820 ("Do multiple optimizer steps in one training
 step"): the poster computes d_loss and d_reg_loss up front, steps after d_loss, then backwards
