@@ -39,6 +39,8 @@ def test_corpus_size_and_split():
     assert not set(harness.programs("heldout_r7")) & set(harness.programs()), "heldout_r7 is left out by default"
     assert len(harness.programs("heldout_r8")) == 10
     assert not set(harness.programs("heldout_r8")) & set(harness.programs()), "heldout_r8 is left out by default"
+    assert len(harness.programs("heldout_r9")) == 10
+    assert not set(harness.programs("heldout_r9")) & set(harness.programs()), "heldout_r9 is left out by default"
     assert len({p.stem for p in ALL}) == len(ALL), "program names must be unique across splits"
 
 
