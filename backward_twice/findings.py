@@ -207,6 +207,16 @@ def _second_time(f: Facts) -> None:
         else:
             continue
         seen.add(path)    # every path: rebinding `mem` leaves `lif1.mem` holding the graph
+        key = _binding(f.ns, path)
+        twin = next((i for i, c in enumerate(f.carriers) if _binding(f.ns, c[0]) == key), None)
+        if twin is not None:   # `self.mu` and `model.mu`: one attribute of one object, named twice
+            kept = f.carriers[twin][0]
+            if m is not None and not _spells(kept, m) and _spells(path, m):     # the name its own line uses
+                f.carriers[twin] = (path, t, _assigned_at(path, m), m[1])
+                f.remade.discard(kept)
+                if remade:
+                    f.remade.add(path)
+            continue
         f.carriers.append((path, t, _assigned_at(path, m) if m else None, m[1] if m else None))
         if remade:
             f.remade.add(path)
@@ -290,6 +300,24 @@ def _fed_back(f: Facts, site: Site | None) -> list:
         if any(isinstance(t, torch.Tensor) and t.grad_fn is not None for t in items):
             out.append(name)
     return out
+
+
+def _binding(ns: dict, path: str) -> tuple:
+    """What `path` binds: (the object, the attribute) for `a.b.c`, (the container, the index) for
+    `a[0]`, the name itself for `h`. Two paths with one binding (`self.mu` inside a method and
+    `model.mu` outside it) are one value to detach, not two."""
+    m = re.fullmatch(r"(?P<base>.+)\.(?P<attr>\w+)", path)
+    if m and (base := _resolve(ns, m.group("base"))) is not None:
+        return ("attr", id(base), m.group("attr"))
+    m = re.fullmatch(r"(?P<base>.+)\[(?P<key>[^\[\]]+)\]", path)
+    if m and (base := _resolve(ns, m.group("base"))) is not None:
+        return ("item", id(base), m.group("key"))
+    return ("name", path)
+
+
+def _spells(path: str, m) -> bool:
+    """Whether a line that made the value (or called that line) writes `path` as it is spelled."""
+    return any(x is not None and path in x.code() for x in (m[0], *(m[3] if len(m) > 3 else ())))
 
 
 def _assigned_at(path: str, m) -> Site | None:

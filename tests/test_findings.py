@@ -354,3 +354,16 @@ def test_of_two_residual_writes_in_a_loop_the_one_backward_reaches_first_is_name
     assert same(f.written) == same(ns["out"]) and same(f.written) != same(ns["residual"])
     found = findings.diagnose(f)
     assert found.culprit == "out" and found.confident
+
+
+def test_two_paths_to_one_attribute_of_one_object_are_one_carrier():
+    """BicycleGAN's `self.mu` (inside the method) and `model.mu` (outside) bind one attribute: named once."""
+    class Model:
+        pass
+
+    m, other = Model(), Model()
+    ns = {"model": m, "self": m, "other": other, "cache": [1, 2]}
+    assert findings._binding(ns, "self.mu") == findings._binding(ns, "model.mu")
+    assert findings._binding(ns, "other.mu") != findings._binding(ns, "model.mu")
+    assert findings._binding(ns, "cache[0]") != findings._binding(ns, "cache[1]")
+    assert findings._binding(ns, "gone.mu") == ("name", "gone.mu")      # a base not in the namespace: its own
