@@ -967,6 +967,36 @@ def _optimizers_reached(f: Facts) -> list:
     return out
 
 
+def rule_closure_reuses_loss(f: Facts) -> Finding | None:
+    """Both calls ran inside one `optimizer.step(closure)` (L-BFGS calls the closure several times per
+    step, at the weights it tries), on a loss made before the step: the closure must compute it."""
+    if f.error != "second time" or f.failed is None or f.freer is None or f.root is None or f.root.grad_fn is None:
+        return None
+    step = getattr(f.failed, "in_step", None)
+    if step is None or getattr(f.freer, "in_step", None) != step or f.root.grad_fn not in f.old:
+        return None
+    made = made_at(f.root.grad_fn)
+    site = made[0] if made else None
+    name = next((p for p, t in f.named if t is f.root and re.fullmatch(r"\w+", p)), None)
+    if site is None or name is None or site.file != f.failed.site.file or site.line >= f.failed.site.line \
+            or _statement_end(site) != site.line or not re.match(rf"\s*{name}\s*=[^=]", site.code()):
+        return None
+    at = f.failed.site
+    move = (Edit(site.file, site.line, ()), Edit(at.file, at.line, (_indent(at) + site.code(),), insert=True))
+    return Finding(
+        "closure-loss",
+        f"`{step.code()}` at {step.short()} calls its closure more than once in one step (an optimizer like "
+        f"L-BFGS evaluates the loss again at each point it tries); the closure backwards `{name}`, made once "
+        f"before the step at {site.short()}: its first call freed that graph (`{at.code()}` at {at.short()}), "
+        "and the next call finds it freed.",
+        evidence=[f"Both backward calls were recorded inside `{step.code()}` ({step.short()})."],
+        options=[Option("", f"Compute the loss inside the closure: move `{site.code()}` from {site.short()} to just "
+                            f"above {at.short()}.",
+                        "Each call of the closure builds the loss at the optimizer's current weights and backwards "
+                        "through its own graph.", move, kind="recompute-in-step")],
+        confidence="certain", culprit=name, culprits=[name])
+
+
 def rule_shared_graph(f: Facts) -> Finding | None:
     """Two losses built before the first backward share part of one graph."""
     if f.error != "second time" or f.failed is None or f.freer is None or f.root is None:
@@ -2531,6 +2561,28 @@ def _persistent_write(f: Facts, w, t) -> Finding | None:
         edits = (*(Edit(first.file, n, ()) for n in range(a, b + 1)),
                  Edit(first.file, end + 1, tuple(text), insert=True))
         where = f"the statement at {first.short()} (`{first.code()}`)" if (a, b) != (w.site.line, w.site.line) else where
+        step = _step_below(f.failed.site)
+        if step is not None and not any(t is q for s_ in f.rec.opt_steps for r in s_.params if (q := r()) is not None):
+            # an optimizer step follows the backward: the update may be meant to follow the stepped weights
+            # (an EMA target or teacher), or the weights this forward used, as the code does now
+            after = _statement_end(step)
+            later = (*(Edit(first.file, n, ()) for n in range(a, b + 1)),
+                     Edit(first.file, after + 1, tuple(text), insert=True))
+            return Finding(
+                "inplace-write", headline,
+                evidence=[recorded, "The tensor is a leaf (a parameter, a buffer or a tensor you keep): writing out "
+                          "of place would only rebind a name and leave it unchanged."],
+                options=[Option("if the update should use the weights this step's forward used (as your code does now)",
+                                f"Make the write after the backward: move {where} below {f.failed.site.short()}.",
+                                "The backward uses the values its graph saved; the update is the same as before.",
+                                edits, kind="no-data-write" if not t.requires_grad else "backward-before-step"),
+                         Option(f"if it should follow the weights as `{step.code()}` leaves them (an EMA target or "
+                                "teacher, as BYOL and mean teachers update theirs)",
+                                f"Make the write after the step: move {where} below {step.short()}.",
+                                "The backward uses the values its graph saved; the update then reads the stepped "
+                                "weights.", later, kind="no-data-write" if not t.requires_grad else "backward-before-step")],
+                confidence="depends", culprit=names[0] if names else None, culprits=names,
+                how_to_tell=f"Should the update read the weights before or after `{step.code()}`?")
     return Finding(
         "inplace-write", headline,
         evidence=[recorded, "The tensor is a leaf (a parameter, a buffer or a tensor you keep): writing out of place "
@@ -2545,6 +2597,25 @@ def _persistent_write(f: Facts, w, t) -> Finding | None:
                         "next forward.", edits, kind="no-data-write" if not t.requires_grad else "backward-before-step")]
         + ([] if moved is not None else [_copy_at_read(f, names, w.site)]),
         confidence="certain", culprit=names[0] if names else None, culprits=names)
+
+
+def _step_below(site: Site) -> Site | None:
+    """The `<optimizer>.step()` statement among the few that follow `site`'s statement in its block."""
+    import ast
+
+    got = _parsed(site.file)
+    if got is None:
+        return None
+    for node in ast.walk(got[1]):
+        stmts = _stmts(node) if isinstance(node, (ast.For, ast.While, ast.With, ast.FunctionDef, ast.If)) else []
+        idx = next((i for i, x in enumerate(stmts) if x.lineno <= site.line <= x.end_lineno), None)
+        if idx is None or not (stmts[idx].lineno == site.line or isinstance(stmts[idx], ast.Expr)):
+            continue
+        for x in stmts[idx + 1:idx + 4]:
+            code = Site(site.file, x.lineno, site.function).code()
+            if x.lineno == x.end_lineno and re.search(r"\.step\(\s*\)", code) and "scheduler" not in code:
+                return Site(site.file, x.lineno, site.function)
+    return None
 
 
 def _write_targets(site: Site) -> list:
@@ -2866,10 +2937,10 @@ def rule_unknown(f: Facts) -> Finding | None:
 
 
 # the rule ids a Finding may carry, in the order of RULES (one function may give one of two ids)
-RULE_NAMES = ("read-after-backward", "grad-freed-graph", "running-total", "step-between-backwards",
+RULE_NAMES = ("read-after-backward", "grad-freed-graph", "running-total", "step-between-backwards", "closure-loss",
               "shared-graph", "carried-across-steps", "computed-once", "reused-after-backward",
               "inplace-optimizer-step", "inplace-write", "not-recorded")
-RULES = [rule_read_after_backward, rule_grad_freed, rule_running_total, rule_step_between,
+RULES = [rule_read_after_backward, rule_grad_freed, rule_running_total, rule_step_between, rule_closure_reuses_loss,
          rule_shared_graph, rule_reused_after_backward, rule_kept_unnamed, rule_inplace_recorded, rule_unknown]
 
 

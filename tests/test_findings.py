@@ -196,7 +196,8 @@ def test_the_pinned_rule_fires_with_facts_and_plain_sentences(diagnosed, name):
         assert o.kind, (name, o.fix)
     # confident only when the facts decide: a single cause and a fix that does not depend on intent
     if f.confident:
-        assert f.rule in ("shared-graph", "inplace-write", "running-total", "read-after-backward", "grad-freed-graph")
+        assert f.rule in ("shared-graph", "inplace-write", "running-total", "read-after-backward", "grad-freed-graph",
+                          "closure-loss")
         assert not any(o.condition for o in f.options), (name, d.message)
     else:
         assert f.how_to_tell and all(o.condition for o in f.options if o.kind != "read-before-backward")
