@@ -1392,7 +1392,9 @@ def _reset_option(f: Facts, groups: dict) -> Option:
     loop, first, lines = start
     return Option("if each sequence, episode or task should start fresh",
                   f"{words.removesuffix('.')}: where each pass of the loop at {loop.short()} starts new ones, add "
-                  + " and ".join(f"`{x}`" for x in lines) + f" just before {first.short()}, as before the loop.",
+                  + " and ".join(f"`{x}`" for x in lines) + f" just before {first.short()}, "
+                  + ("as its class's `__init__` starts it." if any("." in x.split("=")[0] for x in lines)
+                     else "as before the loop."),
                   "No value or gradient crosses from one to the next.",
                   (Edit(first.file, first.line, tuple(_indent(first) + x for x in lines), insert=True),),
                   kind="reset-per-episode")
@@ -1407,8 +1409,16 @@ def _first_values(f: Facts, paths: list):
     site = f.failed.site
     got = _parsed(site.file)
     loops = [] if got is None else _loops_holding(site, got[1])      # nodes of the tree searched below
-    if not loops or not all(re.fullmatch(r"[A-Za-z_]\w*", p) for p in paths):
+    if not loops:
         return None
+    if not all(re.fullmatch(r"[A-Za-z_]\w*", p) for p in paths):
+        # `model.aux_loss`: the value its class's __init__ gives it, when that is a constant (`self.aux_loss = 0.0`)
+        lines = [_init_value(f, p, got[1]) for p in paths]
+        if not all(lines):
+            return None
+        loop = loops[-1]
+        return (Site(site.file, loop.lineno, site.function), Site(site.file, _stmts(loop)[0].lineno, site.function),
+                tuple(dict.fromkeys(lines)))
     tree, loop = got[1], loops[-1]
     block = next((getattr(n, part) for n in ast.walk(tree) for part in ("body", "orelse")
                   if isinstance(getattr(n, part, None), list) and loop in getattr(n, part)), None)
@@ -1423,6 +1433,30 @@ def _first_values(f: Facts, paths: list):
         made.append(Site(site.file, stmt.lineno, site.function).code())
     first = Site(site.file, _stmts(loop)[0].lineno, site.function)
     return Site(site.file, loop.lineno, site.function), first, tuple(dict.fromkeys(made))
+
+
+def _init_value(f: Facts, path: str, tree) -> str | None:
+    """`model.aux_loss = 0.0` for `path` an attribute of an object whose class (defined in `tree`, the file
+    of the loop) gives it a constant in `__init__` (a number, None, or a torch call on constants)."""
+    import ast
+
+    m = re.fullmatch(r"(?P<base>[A-Za-z_][\w.]*)\.(?P<attr>\w+)", path)
+    obj = _resolve(f.ns, m.group("base")) if m else None
+    if obj is None or isinstance(obj, (torch.Tensor, dict, list, tuple)):
+        return None
+    cls = [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == type(obj).__name__]
+    init = [n for c in cls for n in c.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"]
+    if len(init) != 1:
+        return None
+    sets = [st for st in ast.walk(init[0]) if isinstance(st, ast.Assign) and len(st.targets) == 1
+            and isinstance(st.targets[0], ast.Attribute) and st.targets[0].attr == m.group("attr")
+            and isinstance(st.targets[0].value, ast.Name) and st.targets[0].value.id == "self"]
+    if len(sets) != 1:
+        return None
+    names = {n.id for n in ast.walk(sets[0].value) if isinstance(n, ast.Name)}
+    if not names <= {"torch", "float", "int", "None"}:
+        return None       # made from arguments or other state: not a constant to start again from
+    return f"{path} = {ast.unparse(sets[0].value)}"
 
 
 def _reads_freed(f: Facts, code: str) -> bool:
