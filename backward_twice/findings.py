@@ -207,6 +207,16 @@ def _second_time(f: Facts) -> None:
         else:
             continue
         seen.add(path)    # every path: rebinding `mem` leaves `lif1.mem` holding the graph
+        key = _binding(f.ns, path)
+        twin = next((i for i, c in enumerate(f.carriers) if _binding(f.ns, c[0]) == key), None)
+        if twin is not None:   # `self.mu` and `model.mu`: one attribute of one object, named twice
+            kept = f.carriers[twin][0]
+            if m is not None and not _spells(kept, m) and _spells(path, m):     # the name its own line uses
+                f.carriers[twin] = (path, t, _assigned_at(path, m), m[1])
+                f.remade.discard(kept)
+                if remade:
+                    f.remade.add(path)
+            continue
         f.carriers.append((path, t, _assigned_at(path, m) if m else None, m[1] if m else None))
         if remade:
             f.remade.add(path)
@@ -290,6 +300,24 @@ def _fed_back(f: Facts, site: Site | None) -> list:
         if any(isinstance(t, torch.Tensor) and t.grad_fn is not None for t in items):
             out.append(name)
     return out
+
+
+def _binding(ns: dict, path: str) -> tuple:
+    """What `path` binds: (the object, the attribute) for `a.b.c`, (the container, the index) for
+    `a[0]`, the name itself for `h`. Two paths with one binding (`self.mu` inside a method and
+    `model.mu` outside it) are one value to detach, not two."""
+    m = re.fullmatch(r"(?P<base>.+)\.(?P<attr>\w+)", path)
+    if m and (base := _resolve(ns, m.group("base"))) is not None:
+        return ("attr", id(base), m.group("attr"))
+    m = re.fullmatch(r"(?P<base>.+)\[(?P<key>[^\[\]]+)\]", path)
+    if m and (base := _resolve(ns, m.group("base"))) is not None:
+        return ("item", id(base), m.group("key"))
+    return ("name", path)
+
+
+def _spells(path: str, m) -> bool:
+    """Whether a line that made the value (or called that line) writes `path` as it is spelled."""
+    return any(x is not None and path in x.code() for x in (m[0], *(m[3] if len(m) > 3 else ())))
 
 
 def _assigned_at(path: str, m) -> Site | None:
@@ -939,6 +967,36 @@ def _optimizers_reached(f: Facts) -> list:
     return out
 
 
+def rule_closure_reuses_loss(f: Facts) -> Finding | None:
+    """Both calls ran inside one `optimizer.step(closure)` (L-BFGS calls the closure several times per
+    step, at the weights it tries), on a loss made before the step: the closure must compute it."""
+    if f.error != "second time" or f.failed is None or f.freer is None or f.root is None or f.root.grad_fn is None:
+        return None
+    step = getattr(f.failed, "in_step", None)
+    if step is None or getattr(f.freer, "in_step", None) != step or f.root.grad_fn not in f.old:
+        return None
+    made = made_at(f.root.grad_fn)
+    site = made[0] if made else None
+    name = next((p for p, t in f.named if t is f.root and re.fullmatch(r"\w+", p)), None)
+    if site is None or name is None or site.file != f.failed.site.file or site.line >= f.failed.site.line \
+            or _statement_end(site) != site.line or not re.match(rf"\s*{name}\s*=[^=]", site.code()):
+        return None
+    at = f.failed.site
+    move = (Edit(site.file, site.line, ()), Edit(at.file, at.line, (_indent(at) + site.code(),), insert=True))
+    return Finding(
+        "closure-loss",
+        f"`{step.code()}` at {step.short()} calls its closure more than once in one step (an optimizer like "
+        f"L-BFGS evaluates the loss again at each point it tries); the closure backwards `{name}`, made once "
+        f"before the step at {site.short()}: its first call freed that graph (`{at.code()}` at {at.short()}), "
+        "and the next call finds it freed.",
+        evidence=[f"Both backward calls were recorded inside `{step.code()}` ({step.short()})."],
+        options=[Option("", f"Compute the loss inside the closure: move `{site.code()}` from {site.short()} to just "
+                            f"above {at.short()}.",
+                        "Each call of the closure builds the loss at the optimizer's current weights and backwards "
+                        "through its own graph.", move, kind="recompute-in-step")],
+        confidence="certain", culprit=name, culprits=[name])
+
+
 def rule_shared_graph(f: Facts) -> Finding | None:
     """Two losses built before the first backward share part of one graph."""
     if f.error != "second time" or f.failed is None or f.freer is None or f.root is None:
@@ -1334,7 +1392,9 @@ def _reset_option(f: Facts, groups: dict) -> Option:
     loop, first, lines = start
     return Option("if each sequence, episode or task should start fresh",
                   f"{words.removesuffix('.')}: where each pass of the loop at {loop.short()} starts new ones, add "
-                  + " and ".join(f"`{x}`" for x in lines) + f" just before {first.short()}, as before the loop.",
+                  + " and ".join(f"`{x}`" for x in lines) + f" just before {first.short()}, "
+                  + ("as its class's `__init__` starts it." if any("." in x.split("=")[0] for x in lines)
+                     else "as before the loop."),
                   "No value or gradient crosses from one to the next.",
                   (Edit(first.file, first.line, tuple(_indent(first) + x for x in lines), insert=True),),
                   kind="reset-per-episode")
@@ -1349,8 +1409,16 @@ def _first_values(f: Facts, paths: list):
     site = f.failed.site
     got = _parsed(site.file)
     loops = [] if got is None else _loops_holding(site, got[1])      # nodes of the tree searched below
-    if not loops or not all(re.fullmatch(r"[A-Za-z_]\w*", p) for p in paths):
+    if not loops:
         return None
+    if not all(re.fullmatch(r"[A-Za-z_]\w*", p) for p in paths):
+        # `model.aux_loss`: the value its class's __init__ gives it, when that is a constant (`self.aux_loss = 0.0`)
+        lines = [_init_value(f, p, got[1]) for p in paths]
+        if not all(lines):
+            return None
+        loop = loops[-1]
+        return (Site(site.file, loop.lineno, site.function), Site(site.file, _stmts(loop)[0].lineno, site.function),
+                tuple(dict.fromkeys(lines)))
     tree, loop = got[1], loops[-1]
     block = next((getattr(n, part) for n in ast.walk(tree) for part in ("body", "orelse")
                   if isinstance(getattr(n, part, None), list) and loop in getattr(n, part)), None)
@@ -1365,6 +1433,30 @@ def _first_values(f: Facts, paths: list):
         made.append(Site(site.file, stmt.lineno, site.function).code())
     first = Site(site.file, _stmts(loop)[0].lineno, site.function)
     return Site(site.file, loop.lineno, site.function), first, tuple(dict.fromkeys(made))
+
+
+def _init_value(f: Facts, path: str, tree) -> str | None:
+    """`model.aux_loss = 0.0` for `path` an attribute of an object whose class (defined in `tree`, the file
+    of the loop) gives it a constant in `__init__` (a number, None, or a torch call on constants)."""
+    import ast
+
+    m = re.fullmatch(r"(?P<base>[A-Za-z_][\w.]*)\.(?P<attr>\w+)", path)
+    obj = _resolve(f.ns, m.group("base")) if m else None
+    if obj is None or isinstance(obj, (torch.Tensor, dict, list, tuple)):
+        return None
+    cls = [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == type(obj).__name__]
+    init = [n for c in cls for n in c.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"]
+    if len(init) != 1:
+        return None
+    sets = [st for st in ast.walk(init[0]) if isinstance(st, ast.Assign) and len(st.targets) == 1
+            and isinstance(st.targets[0], ast.Attribute) and st.targets[0].attr == m.group("attr")
+            and isinstance(st.targets[0].value, ast.Name) and st.targets[0].value.id == "self"]
+    if len(sets) != 1:
+        return None
+    names = {n.id for n in ast.walk(sets[0].value) if isinstance(n, ast.Name)}
+    if not names <= {"torch", "float", "int", "None"}:
+        return None       # made from arguments or other state: not a constant to start again from
+    return f"{path} = {ast.unparse(sets[0].value)}"
 
 
 def _reads_freed(f: Facts, code: str) -> bool:
@@ -2503,6 +2595,28 @@ def _persistent_write(f: Facts, w, t) -> Finding | None:
         edits = (*(Edit(first.file, n, ()) for n in range(a, b + 1)),
                  Edit(first.file, end + 1, tuple(text), insert=True))
         where = f"the statement at {first.short()} (`{first.code()}`)" if (a, b) != (w.site.line, w.site.line) else where
+        step = _step_below(f.failed.site)
+        if step is not None and not any(t is q for s_ in f.rec.opt_steps for r in s_.params if (q := r()) is not None):
+            # an optimizer step follows the backward: the update may be meant to follow the stepped weights
+            # (an EMA target or teacher), or the weights this forward used, as the code does now
+            after = _statement_end(step)
+            later = (*(Edit(first.file, n, ()) for n in range(a, b + 1)),
+                     Edit(first.file, after + 1, tuple(text), insert=True))
+            return Finding(
+                "inplace-write", headline,
+                evidence=[recorded, "The tensor is a leaf (a parameter, a buffer or a tensor you keep): writing out "
+                          "of place would only rebind a name and leave it unchanged."],
+                options=[Option("if the update should use the weights this step's forward used (as your code does now)",
+                                f"Make the write after the backward: move {where} below {f.failed.site.short()}.",
+                                "The backward uses the values its graph saved; the update is the same as before.",
+                                edits, kind="no-data-write" if not t.requires_grad else "backward-before-step"),
+                         Option(f"if it should follow the weights as `{step.code()}` leaves them (an EMA target or "
+                                "teacher, as BYOL and mean teachers update theirs)",
+                                f"Make the write after the step: move {where} below {step.short()}.",
+                                "The backward uses the values its graph saved; the update then reads the stepped "
+                                "weights.", later, kind="no-data-write" if not t.requires_grad else "backward-before-step")],
+                confidence="depends", culprit=names[0] if names else None, culprits=names,
+                how_to_tell=f"Should the update read the weights before or after `{step.code()}`?")
     return Finding(
         "inplace-write", headline,
         evidence=[recorded, "The tensor is a leaf (a parameter, a buffer or a tensor you keep): writing out of place "
@@ -2517,6 +2631,25 @@ def _persistent_write(f: Facts, w, t) -> Finding | None:
                         "next forward.", edits, kind="no-data-write" if not t.requires_grad else "backward-before-step")]
         + ([] if moved is not None else [_copy_at_read(f, names, w.site)]),
         confidence="certain", culprit=names[0] if names else None, culprits=names)
+
+
+def _step_below(site: Site) -> Site | None:
+    """The `<optimizer>.step()` statement among the few that follow `site`'s statement in its block."""
+    import ast
+
+    got = _parsed(site.file)
+    if got is None:
+        return None
+    for node in ast.walk(got[1]):
+        stmts = _stmts(node) if isinstance(node, (ast.For, ast.While, ast.With, ast.FunctionDef, ast.If)) else []
+        idx = next((i for i, x in enumerate(stmts) if x.lineno <= site.line <= x.end_lineno), None)
+        if idx is None or not (stmts[idx].lineno == site.line or isinstance(stmts[idx], ast.Expr)):
+            continue
+        for x in stmts[idx + 1:idx + 4]:
+            code = Site(site.file, x.lineno, site.function).code()
+            if x.lineno == x.end_lineno and re.search(r"\.step\(\s*\)", code) and "scheduler" not in code:
+                return Site(site.file, x.lineno, site.function)
+    return None
 
 
 def _write_targets(site: Site) -> list:
@@ -2838,10 +2971,10 @@ def rule_unknown(f: Facts) -> Finding | None:
 
 
 # the rule ids a Finding may carry, in the order of RULES (one function may give one of two ids)
-RULE_NAMES = ("read-after-backward", "grad-freed-graph", "running-total", "step-between-backwards",
+RULE_NAMES = ("read-after-backward", "grad-freed-graph", "running-total", "step-between-backwards", "closure-loss",
               "shared-graph", "carried-across-steps", "computed-once", "reused-after-backward",
               "inplace-optimizer-step", "inplace-write", "not-recorded")
-RULES = [rule_read_after_backward, rule_grad_freed, rule_running_total, rule_step_between,
+RULES = [rule_read_after_backward, rule_grad_freed, rule_running_total, rule_step_between, rule_closure_reuses_loss,
          rule_shared_graph, rule_reused_after_backward, rule_kept_unnamed, rule_inplace_recorded, rule_unknown]
 
 

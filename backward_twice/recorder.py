@@ -110,6 +110,7 @@ class Call:
     roots: tuple = ()         # weak references to the tensors it was called on
     outer: tuple = ()         # the user's lines that called the line of the call (a wrapper's caller)
     wrt: tuple = ()           # autograd.grad: weak references to the tensors it differentiated against
+    in_step: Site | None = None   # the optimizer.step() line it ran inside (a closure: L-BFGS), or None
 
     def words(self) -> str:
         what = "backward()" if self.kind == "backward" else "torch.autograd.grad()"
@@ -482,7 +483,8 @@ class Recorder(TorchFunctionMode):
             retain = create
         self.n_calls += 1
         call = Call(self.n_calls, kind, site, bool(retain), create, self.step,
-                    roots=tuple(weakref.ref(r) for r in roots if isinstance(r, torch.Tensor)), outer=outer_sites(3))
+                    roots=tuple(weakref.ref(r) for r in roots if isinstance(r, torch.Tensor)), outer=outer_sites(3),
+                    in_step=self.in_optimizer)
         if kind == "autograd.grad":
             wrt = given.get("inputs")
             wrt = wrt if isinstance(wrt, (list, tuple)) else (wrt,)

@@ -196,7 +196,8 @@ def test_the_pinned_rule_fires_with_facts_and_plain_sentences(diagnosed, name):
         assert o.kind, (name, o.fix)
     # confident only when the facts decide: a single cause and a fix that does not depend on intent
     if f.confident:
-        assert f.rule in ("shared-graph", "inplace-write", "running-total", "read-after-backward", "grad-freed-graph")
+        assert f.rule in ("shared-graph", "inplace-write", "running-total", "read-after-backward", "grad-freed-graph",
+                          "closure-loss")
         assert not any(o.condition for o in f.options), (name, d.message)
     else:
         assert f.how_to_tell and all(o.condition for o in f.options if o.kind != "read-before-backward")
@@ -354,3 +355,16 @@ def test_of_two_residual_writes_in_a_loop_the_one_backward_reaches_first_is_name
     assert same(f.written) == same(ns["out"]) and same(f.written) != same(ns["residual"])
     found = findings.diagnose(f)
     assert found.culprit == "out" and found.confident
+
+
+def test_two_paths_to_one_attribute_of_one_object_are_one_carrier():
+    """BicycleGAN's `self.mu` (inside the method) and `model.mu` (outside) bind one attribute: named once."""
+    class Model:
+        pass
+
+    m, other = Model(), Model()
+    ns = {"model": m, "self": m, "other": other, "cache": [1, 2]}
+    assert findings._binding(ns, "self.mu") == findings._binding(ns, "model.mu")
+    assert findings._binding(ns, "other.mu") != findings._binding(ns, "model.mu")
+    assert findings._binding(ns, "cache[0]") != findings._binding(ns, "cache[1]")
+    assert findings._binding(ns, "gone.mu") == ("name", "gone.mu")      # a base not in the namespace: its own
