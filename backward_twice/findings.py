@@ -448,10 +448,13 @@ def detach_snippet(path: str, obj) -> str:
     """One line that detaches what `path` holds, written for its type."""
     if isinstance(obj, tuple) and obj and all(isinstance(x, (tuple, list)) for x in obj):
         return f"{path} = tuple(tuple(t.detach() for t in x) for x in {path})"
-    if isinstance(obj, tuple) and any(x is None for x in obj):
-        return f"{path} = tuple(None if t is None else t.detach() for t in {path})"
+    if isinstance(obj, tuple) and not all(isinstance(x, torch.Tensor) for x in obj):
+        # a named tuple of a step count and tensors (a memory's state): the tensors detached, the rest kept
+        items = f"(t.detach() if torch.is_tensor(t) else t for t in {path})"
+        return f"{path} = type({path})(*{items})" if hasattr(obj, "_fields") else f"{path} = tuple{items}"
     if isinstance(obj, tuple):
-        return f"{path} = tuple(t.detach() for t in {path})"
+        return f"{path} = type({path})(*(t.detach() for t in {path}))" if hasattr(obj, "_fields") else \
+            f"{path} = tuple(t.detach() for t in {path})"
     if isinstance(obj, list):
         return f"{path}[:] = [t.detach() for t in {path}]"
     if isinstance(obj, dict):
@@ -973,8 +976,10 @@ def rule_closure_reuses_loss(f: Facts) -> Finding | None:
     if f.error != "second time" or f.failed is None or f.freer is None or f.root is None or f.root.grad_fn is None:
         return None
     step = getattr(f.failed, "in_step", None)
-    if step is None or getattr(f.freer, "in_step", None) != step or f.root.grad_fn not in f.old:
+    if step is None or getattr(f.freer, "in_step", None) != step:
         return None
+    if f.root.grad_fn not in f.old:
+        return _closure_reads_kept(f, step)
     made = made_at(f.root.grad_fn)
     site = made[0] if made else None
     name = next((p for p, t in f.named if t is f.root and re.fullmatch(r"\w+", p)), None)
@@ -995,6 +1000,35 @@ def rule_closure_reuses_loss(f: Facts) -> Finding | None:
                         "Each call of the closure builds the loss at the optimizer's current weights and backwards "
                         "through its own graph.", move, kind="recompute-in-step")],
         confidence="certain", culprit=name, culprits=[name])
+
+
+def _closure_reads_kept(f: Facts, step: Site) -> Finding | None:
+    """The closure makes its loss each call, but from values made once before the step (`pred =
+    model(x)` outside it): the closure must compute those too."""
+    made = [(p, s) for p, _t, s, _st in f.carriers if s is not None and re.fullmatch(r"\w+", p)
+            and _statement_end(s) == s.line and re.match(rf"\s*{p}\s*=[^=]", s.code()) and s.line < step.line]
+    if not made or len(made) != len(f.carriers):
+        return None
+    edits, said = [], []
+    for p, s in made:
+        into = _first_line_naming(s, p, f.failed.site)
+        if into is None:
+            return None
+        edits.append(Edit(into.file, into.line, (_indent(into) + s.code(),), insert=True))
+        said.append(f"`{s.code()}` just above {into.short()}")
+    names = [p for p, _ in made]
+    return Finding(
+        "closure-loss",
+        f"`{step.code()}` at {step.short()} calls its closure more than once in one step (an optimizer like "
+        f"L-BFGS evaluates the loss again at each point it tries); the closure's loss reads "
+        + ", ".join(f"`{p}`" for p in names) + f", made once before the step ({', '.join(s.short() for _, s in made)}): "
+        f"the closure's first backward freed {'their' if len(names) > 1 else 'its'} graph, and the next call "
+        "finds it freed.",
+        evidence=[f"Both backward calls were recorded inside `{step.code()}` ({step.short()})."],
+        options=[Option("", "Compute it inside the closure: add " + " and ".join(said) + ".",
+                        "Each call of the closure runs the forward at the optimizer's current weights and backwards "
+                        "through its own graph.", tuple(edits), kind="recompute-in-step")],
+        confidence="certain", culprit=names[0], culprits=names)
 
 
 def rule_shared_graph(f: Facts) -> Finding | None:
@@ -1028,6 +1062,22 @@ def rule_shared_graph(f: Facts) -> Finding | None:
         (r() if callable(r) else r) is f.root for r in f.freer.roots) else None
     if again is not None:       # the same tensor backwarded twice: it is what both calls run from
         shared = [again]
+        if f.freer.site == f.failed.site:
+            # backwarded again by the same line, in a loop: "the sum of the losses" means nothing here;
+            # build it in each pass (the line that made it, moved into the loop), or keep its graph
+            opts = [o for o in opts if o.kind != "retain-or-sum" or "retain_graph" in o.fix]
+            made = made_at(f.root.grad_fn)
+            site = made[0] if made else None
+            loop = _loop_around(f.failed.site, site) if site is not None else None
+            if loop is not None and _statement_end(site) == site.line and re.fullmatch(r"\w+", again) \
+                    and re.match(rf"\s*{again}\s*=[^=]", site.code()):
+                at = f.failed.site
+                opts.insert(0, Option("", f"Build `{again}` in each pass: move `{site.code()}` from {site.short()} "
+                                          f"into the loop, just above {at.short()}.",
+                                      "Each pass backwards through a graph of its own, made with the values as they "
+                                      "are then.", (Edit(site.file, site.line, ()),
+                                                    Edit(at.file, at.line, (_indent(at) + site.code(),), insert=True)),
+                                      kind="recompute-in-step"))
     return Finding(
         "shared-graph",
         (f"`{again}` was backwarded twice: {f.freer.words()} freed the buffers of {_freed_words(f)}, and "
@@ -1082,9 +1132,15 @@ def rule_reused_after_backward(f: Facts) -> Finding | None:
                                       f"{'' if st is None else f', in optimizer step {st}'})"
                                       for p, (o, s, st) in groups.items())
             snippets = [detach_snippet(p, o) for p, (o, s, st) in groups.items()]
+            # carried by a statement after the backward (`mem_state = next_state`): detach once it holds the new value
+            later = _assigned_after(f.freer.site, list(groups))
+            if later is not None:
+                end, indent = _statement_end(later), _indent(later)
             edit = Edit(f.freer.site.file, end + 1, tuple(indent + s for s in snippets), insert=True)
             fix = (f"Detach {'them' if len(snippets) > 1 else 'it'} after each backward: add "
-                   + " and ".join(f"`{s}`" for s in snippets) + f" after {f.freer.site.short()}.")
+                   + " and ".join(f"`{s}`" for s in snippets)
+                   + f" after {(later or f.freer.site).short()}"
+                   + (f", where {'they are' if len(snippets) > 1 else 'it is'} carried to the next step." if later else "."))
             opts = [Option("if gradients should flow only within one step (truncated backpropagation "
                            "through time; the state still carries its values forward)",
                            fix, "Each backward stops at the start of its step; memory stays flat.",
@@ -1378,6 +1434,19 @@ def _loop_loss_options(f: Facts, groups: dict, have: list) -> list:
                               f"Each pass's gradient reaches what made `{path}`; its buffers stay in memory "
                               "until the last backward through them.", (got[1],), kind="keep-graph"))
     return out
+
+
+def _assigned_after(site: Site, paths: list) -> Site | None:
+    """The last statement of the loop body holding `site`, after it, that assigns one of `paths` (plain
+    names): `mem_state = next_state` below the backward. None when there is none."""
+    import ast
+
+    loops = _loops_holding(site)
+    if not loops or not all(re.fullmatch(r"\w+", p) for p in paths):
+        return None
+    found = [st for st in _stmts(loops[-1]) if isinstance(st, ast.Assign) and st.lineno > site.line
+             and any(isinstance(t, ast.Name) and t.id in paths for t in st.targets)]
+    return Site(site.file, found[-1].lineno, site.function) if found else None
 
 
 def _reset_option(f: Facts, groups: dict) -> Option:

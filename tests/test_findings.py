@@ -122,6 +122,15 @@ RULE_OF = {
     "ngp_pose_refine_same_image_view": "carried-across-steps",
     "refinenet_chained_residual_pool_iadd": "inplace-write",
     "solov2_mask_feature_sum_inplace": "inplace-write",
+    # written with heldout_r9 (2026-11-28)
+    "expression_encoder_reused_anchor_encoding": "inplace-optimizer-step",
+    "lbfgs_prediction_outside_closure": "closure-loss",
+    "lightning_stylegan2_r1_after_d_step": "inplace-optimizer-step",
+    "rlhf_entropy_bonus_logits_written_by_vocab_parallel_ce": "inplace-write",
+    "sam_age_cycle_pass_from_first_output": "reused-after-backward",
+    "titans_neural_memory_state_carried_across_batches": "carried-across-steps",
+    "tts_decoder_mel_and_stop_losses_backwarded_apart": "shared-graph",
+    "vq_inplace_codebook_step_frees_encoder": "reused-after-backward",
 }
 
 # programs whose offered remedies, applied and run, do not reproduce the maintainers' gradients
@@ -145,14 +154,22 @@ BY_HAND = {"gcn_cached_adjacency_attack", "modules_set_inplace", "pwlu_running_s
            # the generator's coarse stage stepped before the total loss: "compute it again after the step", no edit
            "inpainting_two_stage_coarse_step_then_total_loss",
            # the reference memories kept in a deque inside the detector: both options in words
-           "streaming_detector_reference_memories_kept_in_deque"}
+           "streaming_detector_reference_memories_kept_in_deque",
+           # the write is inside a library function (vocab-parallel cross-entropy): its copy is said in words
+           "rlhf_entropy_bonus_logits_written_by_vocab_parallel_ce"}
 # programs where no option is the right one (docs/diagnosis.md says why)
 MISSES = {"ace_rollout_grad_accumulation_concatenated_steps",   # two carriers: the state and a concatenation
           "fqf_entropy_loss_reaches_quantile_nets",   # two fixes: a detach and a term taken out of the loss
           "cql_lagrangian_alpha_backward_frees_critic_graph",   # the kept graph the fix needs is not offered
           # the fast weights' gradients detached where the later losses use them: a value made by
           # autograd.grad inside a list comprehension, no name of it reaches the later loss's line
-          "mlnt_fast_weights_grads_not_detached"}
+          "mlnt_fast_weights_grads_not_detached",
+          # the anchor encoded again after the step: its "compute the forward again" is in words
+          "expression_encoder_reused_anchor_encoding",
+          # R1 on a discriminator stepped in between: the fix computes the penalty before the step
+          "lightning_stylegan2_r1_after_d_step",
+          # the age-cycle pass on a detached clone of the first output (y_hat.clone().detach().requires_grad_())
+          "sam_age_cycle_pass_from_first_output"}
 
 
 def test_every_development_program_is_pinned_to_a_rule():
