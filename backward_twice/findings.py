@@ -1025,7 +1025,8 @@ def _closure_reads_kept(f: Facts, step: Site) -> Finding | None:
         f"the closure's first backward freed {'their' if len(names) > 1 else 'its'} graph, and the next call "
         "finds it freed.",
         evidence=[f"Both backward calls were recorded inside `{step.code()}` ({step.short()})."],
-        options=[Option("", "Compute it inside the closure: add " + " and ".join(said) + ".",
+        options=[Option("", f"Compute {'them' if len(names) > 1 else 'it'} inside the closure: add "
+                            + " and ".join(said) + ".",
                         "Each call of the closure runs the forward at the optimizer's current weights and backwards "
                         "through its own graph.", tuple(edits), kind="recompute-in-step")],
         confidence="certain", culprit=names[0], culprits=names)
@@ -1401,7 +1402,7 @@ def _loop_loss_options(f: Facts, groups: dict, have: list) -> list:
     out = []
     if len(groups) != 1 or f.failed is None or f.freer.site != f.failed.site:
         return out
-    path, (_obj, made, _st) = next(iter(groups.items()))
+    path, (obj, made, _st) = next(iter(groups.items()))
     if made is None or not _loops_holding(made) or _loop_around(f.failed.site, made) is None:
         return out
     item = _item_use_by_op(f, path, made)       # `F.softmax(outputs[j])`: an item of a list, at the op that reads it
@@ -1425,7 +1426,7 @@ def _loop_loss_options(f: Facts, groups: dict, have: list) -> list:
                           f"Detach it where that loss uses it: write `{got[0]}` at {lines[0].short()}.",
                           "That loss's gradient stops at it; what uses it after the loop still trains "
                           "through it.", (got[1],), kind="detach-input", detached=path))
-    if not _stepped_old(f) and not _steps_reach(f, _obj):
+    if not _stepped_old(f) and not _steps_reach(f, obj):
         got = _with_kwarg(f.freer.site, "retain_graph=True")
         if got is not None and not any(o.kind == "retain-or-sum" for o in have):
             out.append(Option(f"if the loss of {f.freer.site.short()} should also train what made `{path}`, on "
