@@ -1361,7 +1361,7 @@ def _subscripts(text: str, path: str) -> list:
     return out
 
 
-def _item_use_by_op(f: Facts, path: str, made: Site):
+def _peer_item_read(f: Facts, path: str, made: Site):
     """(`outputs[j]`, its Site): the one line of the failing pass's loop that reads an item of the list
     `path` (made at `made`, before the loop) other than the pass's own (indexed by the loop's variable),
     when this loss's graph has nodes made there. An earlier pass freed an item this pass needs: the
@@ -1405,7 +1405,7 @@ def _loop_loss_options(f: Facts, groups: dict, have: list) -> list:
     path, (obj, made, _st) = next(iter(groups.items()))
     if made is None or not _loops_holding(made) or _loop_around(f.failed.site, made) is None:
         return out
-    item = _item_use_by_op(f, path, made)       # `F.softmax(outputs[j])`: an item of a list, at the op that reads it
+    item = _peer_item_read(f, path, made)       # `F.softmax(outputs[j])`: another pass's item of a list
     if item is not None:
         text, at = item
         new = at.code().replace(text, f"{text}.detach()", 1)
