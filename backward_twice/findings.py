@@ -1515,7 +1515,7 @@ def _init_value(f: Facts, path: str, tree) -> str | None:
     if obj is None or isinstance(obj, (torch.Tensor, dict, list, tuple)):
         return None
     cls = [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == type(obj).__name__]
-    init = [n for c in cls for n in c.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"]
+    init = [n for c in cls for n in _stmts(c) if isinstance(n, ast.FunctionDef) and n.name == "__init__"]
     if len(init) != 1:
         return None
     sets = [st for st in ast.walk(init[0]) if isinstance(st, ast.Assign) and len(st.targets) == 1
