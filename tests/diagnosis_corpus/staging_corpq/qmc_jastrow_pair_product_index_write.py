@@ -1,15 +1,13 @@
-"""Variational Monte Carlo for a small molecule: a Slater-type orbital times a two-body Pade-Jastrow
-factor J = prod_{i<j} exp(w0 r_ij / (1 + w r_ij)); the variational energy of sampled electron
-positions trains the Jastrow weight w and the orbital exponent.
+"""Variational Monte Carlo for a small molecule: an orbital times a Pade-Jastrow factor
+J = prod_{i<j} exp(w0 r_ij / (1 + w r_ij)); the energy trains the weight w and the orbital exponent.
 
 Rewritten from NLESC-JCER/QMCTorch#30 ("Backpropagation error, gradient computation has been
 modified by inplace operation"): optimizing molecules other than H2 failed with "one of the
 variables needed for gradient computation has been modified by an inplace operation". The
 maintainer's fix, PR #33 "fix inplace ops", says "the jastrow had a bunch of inplace operation that
 prevented the automatic calculation of the energy gradient"; the fixed Jastrow copies the pair
-matrix (`mat_cpy = mat.clone()`) before the index assignments of its pair helpers. Here the helper
-that multiplies the unique pairs writes ones over the lower triangle of the matrix it is given:
-that matrix is torch.exp's output, which exp saved for its backward.
+matrix (`mat_cpy = mat.clone()`) before its pair helpers' index assignments. Here the pair-product
+helper writes ones into the matrix it is given, torch.exp's output, which exp saved for backward.
 """
 import torch
 import torch.nn as nn
@@ -39,7 +37,7 @@ class PadeJastrow(nn.Module):
         super().__init__()
         self.weight = nn.Parameter(torch.tensor([w]))
         spin = torch.cat((torch.zeros(nup), torch.ones(ndown)))
-        self.static_weight = torch.where(spin[:, None] == spin[None], 0.25, 0.5)
+        self.static_weight = torch.where(spin[:, None] == spin[None], 0.25, 0.5)   # w0: same / other spin
 
     def forward(self, r):
         jast = torch.exp(self.static_weight * r / (1.0 + self.weight * r))
@@ -53,9 +51,7 @@ nuclei = torch.tensor([[0.0, 0.0, -0.7], [0.0, 0.0, 0.7]])
 pos = torch.randn(nbatch, nelec, 3)                        # sampled electron positions
 ree = (pos[:, :, None] - pos[:, None]).norm(dim=-1) + torch.eye(nelec)   # eye: no zero distances
 ren = (pos[:, :, None] - nuclei).norm(dim=-1)
-# potential part of the local energy (the kinetic part, from second derivatives, is left out here)
-v_local = (torch.triu(1 / ree, diagonal=1).sum((1, 2)) - (1 / ren).sum((1, 2)))
-
+v_local = torch.triu(1 / ree, diagonal=1).sum((1, 2)) - (1 / ren).sum((1, 2))   # potential part only
 J, jast = jastrow(ree)
 psi = J * torch.exp(-alpha * ren.min(-1).values.sum(-1))
 weights = psi**2 / (psi**2).sum()
