@@ -4,8 +4,8 @@ inception-residual block whose last op is a ReLU; the next stage opens with
 
 Rewritten from acrarshin/RPNet#6 ("BUG:Fix_backward_loss_issue"): "Setting inplace=True for the
 ReLU prevent backward loss calculation in pytorch and causes issue #5"; the pull request removes
-`inplace=True` from the LeakyReLUs opening the encoder stages, and the maintainer merged it: "Yes,
-this fix does the trick." The ReLU's backward needs its own output, changed in place.
+every `inplace=True` from the encoder's LeakyReLUs, and the maintainer merged it: "Yes, this fix
+does the trick." The ReLU's backward needs its own output, changed in place.
 """
 import torch
 import torch.nn as nn
