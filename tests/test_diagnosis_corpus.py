@@ -41,6 +41,8 @@ def test_corpus_size_and_split():
     assert not set(harness.programs("heldout_r8")) & set(harness.programs()), "heldout_r8 is left out by default"
     assert len(harness.programs("heldout_r9")) == 10
     assert not set(harness.programs("heldout_r9")) & set(harness.programs()), "heldout_r9 is left out by default"
+    assert len(harness.programs("heldout_r10")) == 5
+    assert not set(harness.programs("heldout_r10")) & set(harness.programs()), "heldout_r10 is left out by default"
     assert len({p.stem for p in ALL}) == len(ALL), "program names must be unique across splits"
 
 

@@ -34,14 +34,14 @@ import torch
 HERE = pathlib.Path(__file__).parent
 # heldout: the first batch, written before the tool changed
 SPLITS = ("heldout", "dev", "heldout_rec", "heldout_r2", "heldout_r3", "heldout_r4", "heldout_r5", "heldout_r6",
-          "heldout_r7", "heldout_r8", "heldout_r9")
+          "heldout_r7", "heldout_r8", "heldout_r9", "heldout_r10")
 # heldout_rec: written and frozen before the recorder (issue 27); scored once, at the end. It is
 # left out of programs() without a split, so a default scoring run (test_diagnosis_targets,
 # test_diagnose_ipython) never shows it; ask for it by name: programs("heldout_rec").
 # heldout_r2: a second held-out ten, written from public reports and frozen on 2026-11-28 before the
 # diagnosis changed again (heldout_rec was seen when it was scored); scored once, at the end.
 FROZEN = ("heldout_rec", "heldout_r2", "heldout_r3", "heldout_r4", "heldout_r5", "heldout_r6", "heldout_r7", "heldout_r8",
-          "heldout_r9")
+          "heldout_r9", "heldout_r10")
 
 FIX_KINDS = (
     "detach-carried",        # detach the tensor carried into the next step/chunk
