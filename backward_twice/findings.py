@@ -990,8 +990,7 @@ def rule_closure_reuses_loss(f: Facts) -> Finding | None:
     move = (Edit(site.file, site.line, ()), Edit(at.file, at.line, (_indent(at) + site.code(),), insert=True))
     return Finding(
         "closure-loss",
-        f"`{step.code()}` at {step.short()} calls its closure more than once in one step (an optimizer like "
-        f"L-BFGS evaluates the loss again at each point it tries); the closure backwards `{name}`, made once "
+        f"{_closure_called_again(step)}; the closure backwards `{name}`, made once "
         f"before the step at {site.short()}: its first call freed that graph (`{at.code()}` at {at.short()}), "
         "and the next call finds it freed.",
         evidence=[f"Both backward calls were recorded inside `{step.code()}` ({step.short()})."],
@@ -1000,6 +999,12 @@ def rule_closure_reuses_loss(f: Facts) -> Finding | None:
                         "Each call of the closure builds the loss at the optimizer's current weights and backwards "
                         "through its own graph.", move, kind="recompute-in-step")],
         confidence="certain", culprit=name, culprits=[name])
+
+
+def _closure_called_again(step: Site) -> str:
+    """The recorded fact both closure findings start from."""
+    return (f"`{step.code()}` at {step.short()} calls its closure more than once in one step (an optimizer like "
+            "L-BFGS evaluates the loss again at each point it tries)")
 
 
 def _closure_reads_kept(f: Facts, step: Site) -> Finding | None:
@@ -1019,8 +1024,7 @@ def _closure_reads_kept(f: Facts, step: Site) -> Finding | None:
     names = [p for p, _ in made]
     return Finding(
         "closure-loss",
-        f"`{step.code()}` at {step.short()} calls its closure more than once in one step (an optimizer like "
-        f"L-BFGS evaluates the loss again at each point it tries); the closure's loss reads "
+        f"{_closure_called_again(step)}; the closure's loss reads "
         + ", ".join(f"`{p}`" for p in names) + f", made once before the step ({', '.join(s.short() for _, s in made)}): "
         f"the closure's first backward freed {'their' if len(names) > 1 else 'its'} graph, and the next call "
         "finds it freed.",
